@@ -1,0 +1,1 @@
+"""The agent runtime: training-faithful protocol, parsing, budgets and the episode loop."""

@@ -1,0 +1,130 @@
+"""Typed events of an episode and the finished episode itself.
+
+The episode loop is a generator of these events (like llm's agent loop): the CLI prints them, the
+Qt worker re-emits them as signals, tests collect them.  Everything here is plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+EndedBy = Literal["submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"]
+Phase = Literal["think", "answer"]
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    turn: int  # 1-based
+    final: bool  # the final turn, in which the model must answer
+    tool_turns_left: int
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    turn: int
+    text: str
+    phase: Phase
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    turn: int
+    index: int  # position of the call within its turn
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResulted:
+    turn: int
+    index: int
+    tool: str
+    output: str  # exactly the text the model sees
+    ok: bool
+    seconds: float
+    payload: Any = None  # structured form for people (rows, a CREATE statement, a join chain); see core.tools
+
+
+@dataclass(frozen=True)
+class BudgetUpdated:
+    tool_turns_left: int
+    consecutive_query_errors: int
+    episode_tokens: int
+    message: str  # the budget line appended to the tool results, e.g. "[4 tool turns left before you must answer]"
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    turn: int
+    completion_tokens: int
+    seconds: float
+    tokens_per_second: float
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    sql: str
+    ended_by: EndedBy
+
+
+@dataclass
+class QueryResultData:
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    error: str | None = None
+
+
+@dataclass
+class CallRecord:
+    tool: str
+    args: dict[str, Any]
+    output: str
+    ok: bool
+    seconds: float = 0.0
+
+
+@dataclass
+class TurnRecord:
+    completion: str
+    calls: list[CallRecord] = field(default_factory=list)
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    finish_reason: str = "stop"
+
+
+@dataclass
+class EpisodeStats:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    evaluated_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Episode:
+    """A finished episode: everything needed to show it, store it, or replay it."""
+
+    question: str
+    db: str
+    sql: str | None = None
+    ended_by: EndedBy = "no_answer"
+    result: QueryResultData | None = None
+    turns: list[TurnRecord] = field(default_factory=list)
+    prompt: str = ""
+    prompt_source: str = ""  # "sqale_agent.py:<path>" or "builtin"
+    stats: EpisodeStats = field(default_factory=EpisodeStats)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EpisodeEnded:
+    episode: Episode
+
+
+Event = TurnStarted | TextDelta | ToolCalled | ToolResulted | BudgetUpdated | TurnFinished | FinalAnswer | EpisodeEnded

@@ -1,0 +1,1 @@
+"""Read-only SQLite access: connection, authorizer guard, introspection, paged cursor."""

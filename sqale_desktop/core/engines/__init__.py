@@ -1,0 +1,1 @@
+"""Engines that generate completions: llama.cpp in-process, OpenAI-compatible HTTP, replay."""

@@ -1,0 +1,116 @@
+"""The contract between the episode loop and the engines that generate completions.
+
+An episode's prompt is only ever appended to, so an engine holds it as a *session* that grows:
+the llama.cpp engine keeps it as token ids (the exact sampled ids plus each appended turn
+tokenized on its own), so nothing is ever re-tokenized and the hybrid model's cache is never
+invalidated; the HTTP engine keeps the text and sends it whole; the replay engine keeps the text
+and plays back scripted completions.  The loop never rebuilds a prompt from a message list.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+FinishReason = Literal["stop", "length", "cancelled"]
+
+END_OF_TURN = "<|im_end|>"
+STOP_STRINGS: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling as in the model card; every field is passed on every call (library defaults are wrong)."""
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    min_p: float = 0.0
+    repeat_penalty: float = 1.0
+    seed: int | None = None
+
+
+@dataclass
+class EngineStats:
+    """Token accounting of one session.
+
+    ``prompt_tokens`` is the length of the whole episode prompt so far (completions included);
+    ``evaluated_tokens`` counts tokens the model actually ran through (prefill and decode), so a
+    perfect cache gives ``evaluated_tokens`` close to ``prompt_tokens``.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    evaluated_tokens: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+
+
+class EngineSession(Protocol):
+    """One episode's growing prompt inside an engine."""
+
+    @property
+    def prompt_text(self) -> str:
+        """The whole prompt as text: exactly what the model has seen, completions included."""
+        ...
+
+    @property
+    def stats(self) -> EngineStats: ...
+
+    @property
+    def last_finish_reason(self) -> FinishReason:
+        """Why the last ``generate`` ended."""
+        ...
+
+    def append(self, text: str) -> None:
+        """Append text (a user turn, an assistant-turn opener); tokenized on its own, special tokens parsed."""
+        ...
+
+    def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
+        """Sample an assistant completion, yielding text deltas as they are decoded.
+
+        Stops on ``<|im_end|>`` / ``<|endoftext|>`` (not part of the yielded text), after
+        ``max_tokens`` or when ``cancel`` is set (checked between tokens and prefill chunks).
+        """
+        ...
+
+    def end_turn(self) -> None:
+        """Close the assistant turn with ``<|im_end|>`` in the history, however generation ended."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Engine(Protocol):
+    """Something that can open sessions.  Long-lived: one loaded model serves many episodes."""
+
+    name: str
+
+    def describe(self) -> str:
+        """For the status bar: "local CPU", "local GPU (24 layers)", "server http://…", "replay"."""
+        ...
+
+    def chat_template(self) -> str | None:
+        """The model's own chat template when known (GGUF metadata), to match its assistant opener."""
+        ...
+
+    def new_session(self, prompt: str) -> EngineSession:
+        """Start an episode whose prompt begins with ``prompt``."""
+        ...
+
+
+@dataclass
+class EngineInfo:
+    """What the UI shows about a loaded engine."""
+
+    kind: str
+    description: str
+    gpu_layers: int = 0
+    resident_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class EngineError(RuntimeError):
+    """A known failure of an engine (model file unreadable, server unreachable); the message is for people."""

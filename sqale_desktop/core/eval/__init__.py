@@ -1,0 +1,1 @@
+"""Evaluation: question sets, execution match, reports."""

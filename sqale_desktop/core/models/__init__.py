@@ -1,0 +1,1 @@
+"""Model catalog, hub downloads, the local registry, secrets and GGUF conversion."""

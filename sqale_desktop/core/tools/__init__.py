@@ -1,0 +1,1 @@
+"""The eight agent tools the SQaLe models were trained with."""
