@@ -1,0 +1,169 @@
+"""The app's settings: one typed object, stored as JSON under ``paths.config_dir()``.
+
+Never secrets: the hub token and server API keys live in the OS keyring (``core.secrets``).
+Defaults follow the model card (sampling as in GRPO training, a 16k context).  Reading is
+forgiving on purpose: unknown keys (from a newer version) and keys of the wrong type are ignored
+one by one, and a corrupt file falls back to the defaults with a note for the user, so a bad
+settings file never stops the app from starting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from sqale_desktop.core import paths
+
+SCHEMA_VERSION = 1
+SETTINGS_FILE = "settings.json"
+RECENT_DATABASES_CAP = 10
+
+EngineName = Literal["llama", "openai", "replay"]
+GpuLayersMode = Literal["auto", "all", "none"]
+GpuLayers = GpuLayersMode | int
+Theme = Literal["system", "light", "dark"]
+
+ENGINES: tuple[str, ...] = get_args(EngineName)
+GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
+THEMES: tuple[str, ...] = get_args(Theme)
+
+DEFAULT_MODEL_ID = "trl-lab/qwen3.5-2b-grpo-synsql"
+
+
+@dataclass
+class Settings:
+    """Everything the user can choose that is not a secret.
+
+    ``model_id`` is a registry id (``core.models.registry``), not a path, so a model moved or
+    re-downloaded keeps its place.  ``n_threads == 0`` means one thread per physical core.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    engine: EngineName = "llama"
+    server_url: str = "http://127.0.0.1:8000/v1"
+    model_id: str = ""
+    gpu_layers: GpuLayers = "auto"
+    n_threads: int = 0
+    n_ctx: int = 16384
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    min_p: float = 0.0
+    query_time_limit_s: float = 10.0
+    max_rows: int = 1000
+    recent_databases: list[str] = field(default_factory=list)
+    theme: Theme = "system"
+
+    def add_recent_database(self, path: str | os.PathLike[str]) -> None:
+        """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""
+        text = str(path)
+        rest = [p for p in self.recent_databases if p != text]
+        self.recent_databases = [text, *rest][:RECENT_DATABASES_CAP]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Settings as read, plus a note for the user when the file could not be used as it was."""
+
+    settings: Settings
+    note: str | None = None
+
+
+def settings_path() -> Path:
+    return paths.config_dir() / SETTINGS_FILE
+
+
+def _valid(name: str, value: Any) -> bool:
+    """Whether ``value`` read from JSON is acceptable for field ``name``."""
+    if name == "engine":
+        return value in ENGINES
+    if name == "theme":
+        return value in THEMES
+    if name == "gpu_layers":
+        if isinstance(value, str):
+            return value in GPU_LAYER_MODES
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if name == "recent_databases":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    default = getattr(Settings(), name)
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if isinstance(default, float):
+        return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    if isinstance(default, str):
+        return isinstance(value, str)
+    return False
+
+
+def from_dict(data: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Build settings from a JSON object; returns the keys that were ignored as invalid.
+
+    Unknown keys are dropped silently (a newer version may have written them); known keys with a
+    bad value fall back to their default and are reported.
+    """
+    values: dict[str, Any] = {}
+    rejected: list[str] = []
+    for f in dataclasses.fields(Settings):
+        if f.name == "schema_version" or f.name not in data:
+            continue
+        value = data[f.name]
+        if _valid(f.name, value):
+            if isinstance(getattr(Settings(), f.name), float):
+                value = float(value)
+            values[f.name] = value
+        else:
+            rejected.append(f.name)
+    settings = Settings(**values)
+    settings.recent_databases = settings.recent_databases[:RECENT_DATABASES_CAP]
+    return settings, rejected
+
+
+def to_dict(settings: Settings) -> dict[str, Any]:
+    data = dataclasses.asdict(settings)
+    data["schema_version"] = SCHEMA_VERSION
+    return data
+
+
+def load(path: Path | None = None) -> LoadResult:
+    """Read the settings file; a missing file gives the defaults, a broken one a note too."""
+    target = path or settings_path()
+    try:
+        raw = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LoadResult(Settings())
+    except OSError as exc:
+        return LoadResult(Settings(), f"Could not read settings ({exc.strerror}); using defaults.")
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return LoadResult(Settings(), f"The settings file {target} is corrupt; using defaults.")
+    if not isinstance(data, dict):
+        return LoadResult(Settings(), f"The settings file {target} is corrupt; using defaults.")
+    settings, rejected = from_dict(data)
+    note = None
+    if rejected:
+        note = "Ignored invalid settings (defaults used): " + ", ".join(sorted(rejected)) + "."
+    return LoadResult(settings, note)
+
+
+def save(settings: Settings, path: Path | None = None) -> Path:
+    """Write atomically (temp file + rename) so a crash mid-write never leaves a corrupt file."""
+    target = path or settings_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_dict(settings), indent=2, sort_keys=True) + "\n"
+    fd, tmp_name = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target

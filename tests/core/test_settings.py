@@ -1,0 +1,86 @@
+"""Settings: defaults from the model card, round trip, tolerance of old/corrupt files, no secrets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqale_desktop.core import paths, settings
+from sqale_desktop.core.settings import Settings
+
+
+def test_defaults_follow_the_model_card() -> None:
+    s = Settings()
+    assert (s.temperature, s.top_p, s.top_k, s.min_p) == (0.6, 0.95, 20, 0.0)
+    assert s.n_ctx == 16384
+    assert s.engine == "llama"
+    assert s.gpu_layers == "auto"
+    assert s.schema_version == settings.SCHEMA_VERSION
+
+
+def test_missing_file_gives_defaults_without_note() -> None:
+    result = settings.load()
+    assert result.settings == Settings()
+    assert result.note is None
+
+
+def test_round_trip_under_config_dir(isolated_home: Path) -> None:
+    s = Settings(engine="openai", gpu_layers=12, temperature=0.2, model_id="abc")
+    s.add_recent_database("/tmp/a.sqlite")
+    written = settings.save(s)
+    assert written.parent == paths.config_dir()
+    assert str(written).startswith(str(isolated_home))
+    loaded = settings.load()
+    assert loaded.note is None
+    assert loaded.settings == s
+
+
+def test_recent_databases_most_recent_first_unique_and_capped() -> None:
+    s = Settings()
+    for i in range(settings.RECENT_DATABASES_CAP + 5):
+        s.add_recent_database(f"/db/{i}.sqlite")
+    s.add_recent_database("/db/7.sqlite")
+    assert s.recent_databases[0] == "/db/7.sqlite"
+    assert len(s.recent_databases) == settings.RECENT_DATABASES_CAP
+    assert len(set(s.recent_databases)) == len(s.recent_databases)
+
+
+def test_unknown_keys_tolerated_and_bad_values_reported() -> None:
+    path = settings.settings_path()
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 0,
+                "from_the_future": True,
+                "engine": "gpt-9",
+                "gpu_layers": "all",
+                "top_k": "twenty",
+                "temperature": 1,
+            }
+        )
+    )
+    result = settings.load()
+    assert result.settings.engine == "llama"
+    assert result.settings.gpu_layers == "all"
+    assert result.settings.top_k == 20
+    assert result.settings.temperature == 1.0 and isinstance(result.settings.temperature, float)
+    assert result.note is not None and "engine" in result.note and "top_k" in result.note
+
+
+def test_corrupt_file_falls_back_with_note() -> None:
+    settings.settings_path().write_text('{"engine": "llama",')
+    result = settings.load()
+    assert result.settings == Settings()
+    assert result.note is not None and "corrupt" in result.note
+
+
+def test_non_object_json_is_corrupt() -> None:
+    settings.settings_path().write_text("[1, 2]")
+    assert settings.load().note is not None
+
+
+def test_saved_file_has_no_secret_fields() -> None:
+    path = settings.save(Settings())
+    data = json.loads(path.read_text())
+    assert not any("token" in key or "key" in key for key in data)
+    assert not list(path.parent.glob(".settings-*"))
