@@ -57,7 +57,7 @@ def test_fail_backend_means_memory_only() -> None:
 
 def test_empty_chainer_means_memory_only() -> None:
     class EmptyChainer(chainer.ChainerBackend):
-        backends = []  # type: ignore[assignment]  # what the chainer finds on a bare headless box
+        backends: tuple[()] = ()  # type: ignore[assignment]  # what the chainer finds on a bare headless box
 
     secrets.use_backend(EmptyChainer())
     assert not secrets.keyring_available()
