@@ -1,0 +1,202 @@
+"""The result grid's model: a thin Qt adapter over the core's paged query cursor.
+
+Rows arrive 500 at a time through ``canFetchMore``/``fetchMore`` (Spyder's pattern), so a
+ten-million-row result costs only the pages the user scrolled to.  ``data()`` formats for the
+display role only; the raw value stays available under ``Qt.UserRole`` for copying and export.
+
+Sorting (decided here, the issue leaves it open): when every row is loaded the model sorts them in
+memory, in SQLite's own order of types (NULL, numbers, text, BLOB); when more rows remain it asks
+its owner to re-run the query with ``ORDER BY`` (``resort_requested``), because sorting only the
+loaded page would show a wrong first row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+
+PAGE_SIZE = 500
+ELIDE_AT = 200
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+
+class PagedCursor(Protocol):
+    """What the model needs from ``core.db``'s QueryCursor."""
+
+    @property
+    def columns(self) -> list[str]: ...
+
+    @property
+    def exhausted(self) -> bool: ...
+
+    def fetch_page(self, n: int) -> Sequence[Sequence[Any]]: ...
+
+
+def display_value(value: Any) -> str:
+    """How a cell reads in the grid: NULL and BLOB distinct from any text, long text elided."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"BLOB ({len(bytes(value)):,} bytes)"
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    if len(text) > ELIDE_AT:
+        return text[:ELIDE_AT] + "…"
+    return text.replace("\n", " ⏎ ")
+
+
+def tsv_value(value: Any) -> str:
+    """How a cell is copied: NULL as an empty field, BLOB as an SQLite hex literal."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "X'" + bytes(value).hex().upper() + "'"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _sqlite_order_key(value: Any) -> tuple[int, Any]:
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))
+
+
+class ResultTableModel(QAbstractTableModel):
+    """Rows of one query, loaded page by page from a cursor.
+
+    Signals:
+        resort_requested(int, object): sort by column (Qt.SortOrder) over the whole result, which
+            needs the query re-run because not every row is loaded yet.
+        rows_loaded(int): the number of rows loaded so far, after each page.
+    """
+
+    resort_requested = Signal(int, object)
+    rows_loaded = Signal(int)
+
+    def __init__(
+        self,
+        cursor: PagedCursor | None = None,
+        first_rows: Sequence[Sequence[Any]] = (),
+        parent: QObject | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._cursor = cursor
+        if columns is None:
+            columns = cursor.columns if cursor is not None else []
+        self._columns: list[str] = list(columns)
+        self._rows: list[Sequence[Any]] = list(first_rows)
+        self._null_brush = QBrush(QColor("#8a8a8a"))
+        self._italic = QFont()
+        self._italic.setItalic(True)
+
+    # Qt's model API -------------------------------------------------------------------------
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._columns)
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows) or index.column() >= len(self._columns):
+            return None
+        value = self._rows[index.row()][index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return display_value(value)
+        if role == Qt.ItemDataRole.UserRole:
+            return value
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if isinstance(value, str) and len(value) > ELIDE_AT:
+                return value[:4000]
+            return None
+        special = value is None or isinstance(value, bytes | bytearray | memoryview)
+        if role == Qt.ItemDataRole.ForegroundRole and special:
+            return self._null_brush
+        if role == Qt.ItemDataRole.FontRole and special:
+            return self._italic
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, int | float):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self._columns[section] if 0 <= section < len(self._columns) else None
+        return str(section + 1)
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def canFetchMore(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
+        if parent.isValid() or self._cursor is None:
+            return False
+        return not self._cursor.exhausted
+
+    def fetchMore(self, parent: AnyIndex = QModelIndex()) -> None:  # noqa: B008
+        if not self.canFetchMore(parent):
+            return
+        assert self._cursor is not None
+        page = list(self._cursor.fetch_page(PAGE_SIZE))
+        if page:
+            start = len(self._rows)
+            self.beginInsertRows(QModelIndex(), start, start + len(page) - 1)
+            self._rows.extend(page)
+            self.endInsertRows()
+        self.rows_loaded.emit(len(self._rows))
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        if not 0 <= column < len(self._columns):
+            return
+        if self.canFetchMore():
+            self.resort_requested.emit(column, order)
+            return
+        self.layoutAboutToBeChanged.emit()
+        self._rows.sort(
+            key=lambda row: _sqlite_order_key(row[column]), reverse=order == Qt.SortOrder.DescendingOrder
+        )
+        self.layoutChanged.emit()
+
+    # For the window -------------------------------------------------------------------------
+    @property
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    @property
+    def loaded_rows(self) -> list[Sequence[Any]]:
+        return self._rows
+
+    @property
+    def complete(self) -> bool:
+        return not self.canFetchMore()
+
+    def tsv(self, indexes: Sequence[QModelIndex], with_header: bool = False) -> str:
+        """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty)."""
+        if not indexes:
+            return ""
+        rows = sorted({i.row() for i in indexes})
+        cols = sorted({i.column() for i in indexes})
+        chosen = {(i.row(), i.column()) for i in indexes}
+        out = io.StringIO()
+        writer = csv.writer(out, dialect="excel-tab", lineterminator="\n")
+        if with_header:
+            writer.writerow([self._columns[c] for c in cols])
+        for r in rows:
+            writer.writerow([tsv_value(self._rows[r][c]) if (r, c) in chosen else "" for c in cols])
+        return out.getvalue().rstrip("\n")

@@ -1,0 +1,82 @@
+"""SQL syntax highlighting and formatting, both through sqlparse's lexer.
+
+Using sqlparse for both means the colours agree with how the formatter understands the text, and
+no hand-written keyword list has to be kept up to date.
+"""
+
+from __future__ import annotations
+
+import sqlparse
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from sqlparse import tokens as T
+
+
+def format_sql(sql: str) -> str:
+    """The house format: keywords upper case, one clause per line, no trailing semicolon games."""
+    formatted: str = sqlparse.format(sql.strip(), reindent=True, keyword_case="upper", indent_width=2)
+    return formatted.strip()
+
+
+def _is_dark() -> bool:
+    app = QGuiApplication.instance()
+    if not isinstance(app, QGuiApplication):
+        return False
+    return app.palette().base().color().lightness() < 128
+
+
+def _formats(dark: bool) -> dict[str, QTextCharFormat]:
+    colours = {
+        "keyword": "#7fb4ff" if dark else "#0033b3",
+        "name": "#e0c080" if dark else "#7a3e00",
+        "string": "#9fd28a" if dark else "#067d17",
+        "number": "#f4a0d0" if dark else "#1750eb",
+        "comment": "#8a8a8a",
+        "operator": "#c0c0c0" if dark else "#555555",
+    }
+    result = {}
+    for kind, colour in colours.items():
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(colour))
+        if kind == "keyword":
+            fmt.setFontWeight(QFont.Weight.Bold)
+        if kind == "comment":
+            fmt.setFontItalic(True)
+        result[kind] = fmt
+    return result
+
+
+def _kind(ttype: object) -> str | None:
+    if ttype in T.Keyword or ttype in T.Name.Builtin:
+        return "keyword"
+    if ttype in T.Literal.String.Symbol:  # "quoted identifier"
+        return "name"
+    if ttype in T.Literal.String:
+        return "string"
+    if ttype in T.Literal.Number:
+        return "number"
+    if ttype in T.Comment:
+        return "comment"
+    if ttype in T.Operator or ttype in T.Punctuation:
+        return "operator"
+    return None
+
+
+class SqlHighlighter(QSyntaxHighlighter):
+    """Colours SQL line by line with sqlparse's lexer; follows the palette (light or dark)."""
+
+    def __init__(self, document: QTextDocument) -> None:
+        super().__init__(document)
+        self._formats = _formats(_is_dark())
+
+    def refresh_palette(self) -> None:
+        self._formats = _formats(_is_dark())
+        self.rehighlight()
+
+    def highlightBlock(self, text: str) -> None:
+        position = 0
+        for ttype, value in sqlparse.lexer.tokenize(text):
+            length = len(value.encode("utf-16-le")) // 2  # Qt counts UTF-16 code units
+            kind = _kind(ttype)
+            if kind is not None:
+                self.setFormat(position, length, self._formats[kind])
+            position += length

@@ -1,0 +1,184 @@
+"""Short jobs (run SQL, load a schema, count rows, export) on a QThreadPool.
+
+Each job is a QRunnable with a separate signals object (superqt's ``WorkerBase``, Anki's task
+manager): a runnable is not a QObject, and the signals object lives on the UI thread so that its
+signals reach UI slots through queued connections.  Every job catches everything and emits
+``failed``; nothing dies silently.  The pool remembers the cancel flag of every running job so
+that closing a window can cancel them all and wait for the threads to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+log = logging.getLogger(__name__)
+
+# Every pool and worker thread the UI starts, so tests can fail when one is left running
+# (napari's conftest does the same).
+_registry: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def register_thread_owner(owner: Any) -> None:
+    """Remember something with an ``is_busy()`` method (a pool, a worker thread)."""
+    _registry.add(owner)
+
+
+def busy_thread_owners() -> list[Any]:
+    """Pools with running jobs and worker threads still running."""
+    return [owner for owner in list(_registry) if owner.is_busy()]
+
+Job = Callable[["JobContext"], Any]
+
+
+class JobContext:
+    """What a running job can see: its cancel flag and a way to report progress."""
+
+    def __init__(self, signals: WorkerSignals) -> None:
+        self.cancel = threading.Event()
+        self.signals = signals
+        self._lock = threading.Lock()
+        self._on_cancel: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set()
+
+    def progress(self, value: object) -> None:
+        """Report progress; delivered to the UI thread through a queued connection."""
+        self.signals.progress.emit(value)
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` (e.g. a connection's ``interrupt``) when the job is cancelled.
+
+        Cancellation does not travel through an event loop: the job is busy in SQLite, so the
+        canceller interrupts the query directly from its own thread.
+        """
+        with self._lock:
+            self._on_cancel.append(callback)
+            already = self.cancel.is_set()
+        if already:
+            callback()
+
+    def request_cancel(self) -> None:
+        with self._lock:
+            self.cancel.set()
+            callbacks = list(self._on_cancel)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # interrupting a connection that just closed is harmless
+                log.debug("cancel callback failed", exc_info=True)
+
+
+class WorkerSignals(QObject):
+    """Signals of one job.
+
+    Signals:
+        finished(object): the job's return value.
+        failed(object): the exception it raised (known conditions have a people-readable str()).
+        progress(object): whatever the job reports through ``JobContext.progress``.
+        done(): emitted last, after finished or failed, whatever happened.
+    """
+
+    finished = Signal(object)
+    failed = Signal(object)
+    progress = Signal(object)
+    done = Signal()
+
+
+class _Runnable(QRunnable):
+    def __init__(self, job: Job, signals: WorkerSignals, context: JobContext, pool: TaskPool) -> None:
+        super().__init__()
+        self._job = job
+        self._signals = signals
+        self._context = context
+        self._pool = pool
+
+    def run(self) -> None:
+        try:
+            result = self._job(self._context)
+        except BaseException as exc:  # every worker reports everything; nothing dies silently
+            if not _is_known_condition(exc):
+                log.exception("background job failed")
+            self._signals.failed.emit(exc)
+        else:
+            self._signals.finished.emit(result)
+        finally:
+            self._pool._forget(self._context)
+            self._signals.done.emit()
+
+
+def _is_known_condition(exc: BaseException) -> bool:
+    """Known conditions of the world get a message, not a traceback in the log."""
+    import sqlite3
+
+    if isinstance(exc, OSError | sqlite3.Error):
+        return True
+    module = type(exc).__module__
+    return module.startswith("sqale_desktop.core") and not isinstance(exc, TypeError | AttributeError)
+
+
+class TaskPool(QObject):
+    """A private QThreadPool that can cancel and join every job it started.
+
+    It keeps each job's signals object alive until the job's last signal reached the UI thread.
+    """
+
+    def __init__(self, max_threads: int = 2, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(max_threads)
+        self._lock = threading.Lock()
+        self._running: set[JobContext] = set()
+        self._alive: set[WorkerSignals] = set()
+        register_thread_owner(self)
+
+    def start(self, job: Job) -> tuple[WorkerSignals, JobContext]:
+        """Queue ``job``; connect to the returned signals before control returns to the event loop."""
+        signals = WorkerSignals()
+        context = JobContext(signals)
+        with self._lock:
+            self._running.add(context)
+            self._alive.add(signals)
+        signals.done.connect(self._release)
+        self._pool.start(_Runnable(job, signals, context, self))
+        return signals, context
+
+    def _forget(self, context: JobContext) -> None:
+        with self._lock:
+            self._running.discard(context)
+
+    @Slot()
+    def _release(self) -> None:
+        signals = self.sender()
+        with self._lock:
+            self._alive.discard(signals)  # type: ignore[arg-type]
+
+    def active_jobs(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def is_busy(self) -> bool:
+        return self.active_jobs() > 0 or self._pool.activeThreadCount() > 0
+
+    def wait(self, timeout_ms: int = 10_000) -> bool:
+        """Wait for queued and running jobs to finish (without cancelling them)."""
+        return bool(self._pool.waitForDone(timeout_ms))
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            contexts = list(self._running)
+        for context in contexts:
+            context.request_cancel()
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel every job, drop queued ones and wait for running ones; True when all ended."""
+        self.cancel_all()
+        self._pool.clear()
+        return bool(self._pool.waitForDone(timeout_ms))

@@ -1,0 +1,51 @@
+"""CSV and JSON export: read back with the standard library; a cancelled export leaves no file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop.ui.export import ExportCancelled, export_rows
+
+ROWS = [(1, "a,b", None), (2, 'quote "q"\nline', b"\x01\xff"), (3, "ü", 2.5)]
+
+
+def test_csv_round_trip(tmp_path: Path) -> None:
+    target = tmp_path / "out.csv"
+    assert export_rows(target, ["id", "text", "extra"], iter(ROWS), "csv") == 3
+    with target.open(newline="", encoding="utf-8") as handle:
+        back = list(csv.reader(handle))
+    assert back == [
+        ["id", "text", "extra"],
+        ["1", "a,b", ""],
+        ["2", 'quote "q"\nline', "X'01FF'"],
+        ["3", "ü", "2.5"],
+    ]
+
+
+def test_json_round_trip(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    export_rows(target, ["id", "text", "extra"], iter(ROWS), "json")
+    back = json.loads(target.read_text(encoding="utf-8"))
+    assert back[0] == {"id": 1, "text": "a,b", "extra": None}
+    assert back[1]["extra"] == {"$base64": "Af8="}
+    assert back[2]["extra"] == 2.5
+
+
+def test_empty_json_is_an_empty_array(tmp_path: Path) -> None:
+    target = tmp_path / "empty.json"
+    assert export_rows(target, ["a"], iter([]), "json") == 0
+    assert json.loads(target.read_text()) == []
+
+
+def test_cancelled_export_leaves_nothing(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    target = tmp_path / "never.csv"
+    with pytest.raises(ExportCancelled):
+        export_rows(target, ["a"], iter([(1,)] * 10), "csv", cancel)
+    assert list(tmp_path.iterdir()) == []
