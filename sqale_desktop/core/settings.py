@@ -32,15 +32,15 @@ ENGINES: tuple[str, ...] = get_args(EngineName)
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
 THEMES: tuple[str, ...] = get_args(Theme)
 
-DEFAULT_MODEL_ID = "trl-lab/qwen3.5-2b-grpo-synsql"
-
 
 @dataclass
 class Settings:
     """Everything the user can choose that is not a secret.
 
     ``model_id`` is a registry id (``core.models.registry``), not a path, so a model moved or
-    re-downloaded keeps its place.  ``n_threads == 0`` means one thread per physical core.
+    re-downloaded keeps its place; empty means "none chosen yet" (the catalog's default
+    checkpoint, M_SynSQL, is what the model manager then offers first).  ``n_threads == 0``
+    means one thread per physical core.
     """
 
     schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,225 @@
+"""The local registry of models the app may load: a JSON file under ``paths.data_dir()``.
+
+A model is registered only after its file is complete and verified (a hub download's sha256
+matched the hub's; an imported file has the GGUF magic), so anything in the registry can be
+loaded without touching the network.  The file is small and rewritten atomically; a lock guards
+read-modify-write between threads of one process (the UI's download worker and its main thread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sqale_desktop.core import paths
+from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
+from sqale_desktop.core.models.files import HashProgress, require_gguf, sha256_file
+
+REGISTRY_FILE = "models.json"
+REGISTRY_VERSION = 1
+
+Origin = Literal["hub", "import"]
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """One registered model file.
+
+    ``repo``/``revision`` are empty for imports.  ``source_checkpoint`` is the SQaLe checkpoint
+    the GGUF was built from (it picks the catalog entry and the extras); ``extras`` maps a file
+    name (``sqale_agent.py``, ``generation_config.json``) to its local path.
+    """
+
+    id: str
+    path: str
+    sha256: str
+    size: int
+    origin: Origin
+    repo: str = ""
+    file: str = ""
+    revision: str = ""
+    source_checkpoint: str = ""
+    extras: dict[str, str] = field(default_factory=dict)
+    added_at: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Outcome of re-hashing a registered file."""
+
+    record: ModelRecord
+    ok: bool
+    message: str
+
+
+def registry_path() -> Path:
+    return paths.data_dir() / REGISTRY_FILE
+
+
+def slug_for(file_name: str) -> str:
+    """A short, typeable id from a file name: ``Qwen3.5-2B-Q4_K_M.gguf`` -> ``qwen3.5-2b-q4_k_m``."""
+    stem = Path(file_name).name
+    if stem.lower().endswith(".gguf"):
+        stem = stem[: -len(".gguf")]
+    slug = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-.")
+    return slug or "model"
+
+
+class Registry:
+    """Registered models, persisted to ``models.json`` (``path`` overrides it for tests)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path or registry_path()
+        self._lock = threading.RLock()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def list(self) -> list[ModelRecord]:
+        """All records, oldest first."""
+        with self._lock:
+            return sorted(self._read().values(), key=lambda r: (r.added_at, r.id))
+
+    def get(self, model_id: str) -> ModelRecord:
+        with self._lock:
+            record = self._read().get(model_id)
+        if record is None:
+            raise UnknownModel(f"No registered model with id {model_id!r} (see: sqale-desktop models list).")
+        return record
+
+    def find(self, model_id: str) -> ModelRecord | None:
+        with self._lock:
+            return self._read().get(model_id)
+
+    def find_by_path(self, path: Path) -> ModelRecord | None:
+        """The record for this file, if it is already registered (imports are idempotent)."""
+        wanted = str(path.resolve())
+        with self._lock:
+            return next((r for r in self._read().values() if r.path == wanted), None)
+
+    def add(self, record: ModelRecord) -> ModelRecord:
+        """Register ``record``; its id is made unique (``-2``, ``-3``…) if already taken."""
+        with self._lock:
+            records = self._read()
+            existing = next(
+                (r for r in records.values() if r.path == record.path and r.sha256 == record.sha256), None
+            )
+            if existing is not None:
+                record = dataclasses.replace(record, id=existing.id, added_at=existing.added_at)
+            else:
+                record = dataclasses.replace(
+                    record,
+                    id=self._unique_id(record.id, records),
+                    added_at=record.added_at or time.time(),
+                )
+            records[record.id] = record
+            self._write(records)
+            return record
+
+    def remove(self, model_id: str) -> ModelRecord:
+        """Forget a model.  The file stays where it is (it may be shared with other tools)."""
+        with self._lock:
+            records = self._read()
+            if model_id not in records:
+                raise UnknownModel(f"No registered model with id {model_id!r}.")
+            record = records.pop(model_id)
+            self._write(records)
+            return record
+
+    def import_file(
+        self, path: Path, source_checkpoint: str = "", progress: HashProgress | None = None
+    ) -> ModelRecord:
+        """Register a local GGUF file where it lies (validated by its magic, hashed once)."""
+        resolved = path.expanduser().resolve()
+        require_gguf(resolved)
+        known = self.find_by_path(resolved)
+        sha = sha256_file(resolved, progress)
+        if known is not None and known.sha256 == sha:
+            return known
+        record = ModelRecord(
+            id=slug_for(resolved.name),
+            path=str(resolved),
+            sha256=sha,
+            size=resolved.stat().st_size,
+            origin="import",
+            source_checkpoint=source_checkpoint,
+        )
+        return self.add(record)
+
+    def verify(self, model_id: str, progress: HashProgress | None = None) -> VerifyResult:
+        """Re-hash the file and compare with the registered sha256 (the file may have rotted)."""
+        record = self.get(model_id)
+        file_path = Path(record.path)
+        if not file_path.is_file():
+            return VerifyResult(record, False, f"The file is missing: {file_path}")
+        try:
+            require_gguf(file_path)
+        except InvalidModelFile as exc:
+            return VerifyResult(record, False, str(exc))
+        actual = sha256_file(file_path, progress)
+        if actual != record.sha256:
+            return VerifyResult(
+                record,
+                False,
+                f"Checksum mismatch: expected {record.sha256}, found {actual}. Download it again.",
+            )
+        return VerifyResult(record, True, f"OK: sha256 {actual}")
+
+    def _unique_id(self, wanted: str, records: dict[str, ModelRecord]) -> str:
+        candidate, n = wanted, 2
+        while candidate in records:
+            candidate = f"{wanted}-{n}"
+            n += 1
+        return candidate
+
+    def _read(self) -> dict[str, ModelRecord]:
+        try:
+            raw = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            data = json.loads(raw)
+            items = data["models"]
+            return {item["id"]: _record_from(item) for item in items}
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ModelError(
+                f"The model registry {self._path} is damaged ({type(exc).__name__}); "
+                "move it aside and re-import your models."
+            ) from None
+
+    def _write(self, records: dict[str, ModelRecord]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "version": REGISTRY_VERSION,
+            "models": [dataclasses.asdict(r) for r in sorted(records.values(), key=lambda r: r.id)],
+        }
+        fd, tmp_name = tempfile.mkstemp(prefix=".models-", suffix=".json", dir=self._path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(payload, handle, indent=2)
+                handle.write("\n")
+            os.replace(tmp_name, self._path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+
+
+def _record_from(item: dict[str, Any]) -> ModelRecord:
+    known = {f.name for f in dataclasses.fields(ModelRecord)}
+    values = {k: v for k, v in item.items() if k in known}
+    if values.get("origin") not in ("hub", "import"):
+        raise ValueError("origin")
+    return ModelRecord(**values)
