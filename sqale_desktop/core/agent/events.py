@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-EndedBy = Literal["submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"]
+EndedBy = Literal[
+    "submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"
+]
 Phase = Literal["think", "answer"]
 
 
@@ -51,7 +53,8 @@ class BudgetUpdated:
     tool_turns_left: int
     consecutive_query_errors: int
     episode_tokens: int
-    message: str  # the budget line appended to the tool results, e.g. "[4 tool turns left before you must answer]"
+    # the budget line appended to the tool results, e.g. "[4 tool turns left before you must answer]"
+    message: str
 
 
 @dataclass(frozen=True)
@@ -127,4 +130,13 @@ class EpisodeEnded:
     episode: Episode
 
 
-Event = TurnStarted | TextDelta | ToolCalled | ToolResulted | BudgetUpdated | TurnFinished | FinalAnswer | EpisodeEnded
+Event = (
+    TurnStarted
+    | TextDelta
+    | ToolCalled
+    | ToolResulted
+    | BudgetUpdated
+    | TurnFinished
+    | FinalAnswer
+    | EpisodeEnded
+)

@@ -1,0 +1,387 @@
+"""The episode loop: a plain generator of typed events, the same for the CLI, the Qt worker and tests.
+
+One raw ChatML prompt per episode, only ever appended to: system and user turns, then for each
+turn the assistant opener, the completion exactly as sampled (its think block included) closed by
+the engine's ``end_turn()``, and the tool results as the next user turn.  Nothing is ever rebuilt
+from a message list.
+
+Budgets as in training: ``tool_turns`` tool turns (6), then one final turn in which the model must
+answer; ``max_query_errors`` (4) failed ``run_query`` calls in a row end the exploration early.
+Before the final turn the budget line is replaced by the exploration-limit message, quoting the
+last query that ran without error.  Tokens: 2,048 per tool turn, 3,072 for the final turn; once the
+episode prompt reaches 12,288 tokens the next turn is the final one, which then uses the headroom
+of the 16,384-token context.
+
+Ending: ``submit_sql`` ends the episode; a final answer (a ``submit_sql`` call, a fenced block or
+bare SQL) that is empty or does not execute falls back to the last query that ran without error.
+The chosen query is run once more, read-only, and its rows are the episode's ``result``.
+
+Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`, which also interrupts the
+database so a long query stops at once); the loop checks it between tokens, before each tool call
+and after each query.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqale_desktop.core.agent.chat_template import assistant_opener, opener_starts_thinking
+from sqale_desktop.core.agent.events import (
+    BudgetUpdated,
+    CallRecord,
+    EndedBy,
+    Episode,
+    EpisodeEnded,
+    EpisodeStats,
+    Event,
+    FinalAnswer,
+    QueryResultData,
+    TextDelta,
+    ToolCalled,
+    ToolResulted,
+    TurnFinished,
+    TurnRecord,
+    TurnStarted,
+)
+from sqale_desktop.core.agent.parser import ParsedCall, extract_final_sql, parse_completion, split_think
+from sqale_desktop.core.agent.phases import PhaseSplitter
+from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.base import Engine, EngineSession
+
+_log = logging.getLogger(__name__)
+
+NO_CALL_MESSAGE = (
+    'Error: no tool call found. After your reasoning, reply with a JSON object {"tool": "<name>", '
+    '"args": {...}}.'
+)
+SUBMITTED_MESSAGE = "SQL submitted."
+RESULT_ROWS = 1000
+
+
+class ToolOutputLike(Protocol):
+    """What a tool returns (``core.tools.ToolOutput``): the text the model sees, success, a payload."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def payload(self) -> Any: ...
+
+
+class ToolRunner(Protocol):
+    """The tool box (``core.tools.ToolBox``); must not raise for conditions of the world."""
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolOutputLike: ...
+
+
+class RowsLike(Protocol):
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    row_count: int
+    truncated: bool
+
+
+class EpisodeDatabase(Protocol):
+    """The read-only database (``core.db.ReadOnlyDatabase``): rerunning the answer, interrupting."""
+
+    def execute(self, sql: str, max_rows: int = ...) -> Any: ...
+
+    def interrupt(self) -> None: ...
+
+
+@dataclass
+class EpisodeControl:
+    """A handle the UI keeps to stop a running episode from another thread.
+
+    ``cancel()`` sets the flag the loop checks between tokens and interrupts the database, so a
+    query that is running ends within milliseconds rather than at its time limit.
+    """
+
+    db: EpisodeDatabase | None = None
+    event: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        self.event.set()
+        if self.db is not None:
+            self.db.interrupt()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.event.is_set()
+
+
+class _Cancelled(Exception):
+    """Raised inside the loop to unwind to the single place that ends a cancelled episode."""
+
+
+@dataclass
+class _State:
+    tool_turns_used: int = 0
+    consecutive_query_errors: int = 0
+    last_working_sql: str | None = None
+
+
+def run_episode(
+    question: str,
+    db: EpisodeDatabase,
+    toolbox: ToolRunner,
+    engine: Engine,
+    protocol: AgentProtocol | None = None,
+    *,
+    cancel: threading.Event | None = None,
+    db_label: str | None = None,
+    result_rows: int = RESULT_ROWS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[Event]:
+    """Run one episode, yielding its events; the last one is always :class:`EpisodeEnded`.
+
+    Never raises for known conditions: an engine or tool failure ends the episode with
+    ``ended_by="error"`` and the message in ``episode.error`` (bugs are also logged with their
+    traceback).  Closing the generator early closes the engine session.
+    """
+    protocol = protocol or AgentProtocol()
+    cancel = cancel or threading.Event()
+    label = db_label if db_label is not None else str(getattr(db, "path", ""))
+    episode = Episode(question=question, db=label, prompt_source=protocol.prompt_source)
+    started = clock()
+    session: EngineSession | None = None
+    try:
+        opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
+        session = engine.new_session(protocol.prompt_head(question) + opener)
+        yield from _turns(
+            question, db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock
+        )
+    except _Cancelled:
+        episode.ended_by, episode.sql, episode.result = "cancelled", None, None
+    except Exception as exc:
+        _log.exception("episode failed")
+        episode.ended_by, episode.error = "error", str(exc) or type(exc).__name__
+    finally:
+        if session is not None:
+            episode.prompt = session.prompt_text
+            stats = session.stats
+            episode.stats = EpisodeStats(
+                prompt_tokens=stats.prompt_tokens,
+                completion_tokens=stats.completion_tokens,
+                evaluated_tokens=stats.evaluated_tokens,
+                seconds=clock() - started,
+            )
+            session.close()
+    if episode.ended_by in ("cancelled", "error"):
+        yield FinalAnswer(sql="", ended_by=episode.ended_by)
+    yield EpisodeEnded(episode)
+
+
+def _turns(
+    question: str,
+    db: EpisodeDatabase,
+    toolbox: ToolRunner,
+    session: EngineSession,
+    protocol: AgentProtocol,
+    opener: str,
+    cancel: threading.Event,
+    episode: Episode,
+    result_rows: int,
+    clock: Callable[[], float],
+) -> Iterator[Event]:
+    state = _State()
+    starts_in_think = opener_starts_thinking(opener)
+    final = False
+    turn = 0
+    while True:
+        turn += 1
+        yield TurnStarted(turn=turn, final=final, tool_turns_left=protocol.tool_turns - state.tool_turns_used)
+        used = session.stats.prompt_tokens
+        if final:
+            max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))
+        else:
+            max_tokens = max(0, min(protocol.tool_turn_tokens, protocol.episode_tokens - used))
+        record = yield from _generate(session, protocol, turn, max_tokens, starts_in_think, cancel, clock)
+        episode.turns.append(record)
+        if cancel.is_set() or record.finish_reason == "cancelled":
+            raise _Cancelled
+        if final:
+            _, answer, _ = split_think(record.completion, starts_in_think)
+            yield from _finish_final(extract_final_sql(answer), state, db, cancel, episode, result_rows)
+            return
+        outputs: list[str] = []
+        submitted = yield from _run_calls(turn, record, toolbox, state, cancel, outputs, starts_in_think)
+        if submitted is not None:
+            episode.sql, episode.ended_by = submitted, "submit_sql"
+            episode.result = _rerun(db, submitted, cancel, result_rows)
+            yield FinalAnswer(sql=submitted, ended_by="submit_sql")
+            return
+        state.tool_turns_used += 1
+        left = protocol.tool_turns - state.tool_turns_used
+        final = (
+            left <= 0
+            or state.consecutive_query_errors >= protocol.max_query_errors
+            or session.stats.prompt_tokens >= protocol.episode_tokens
+        )
+        message = (
+            protocol.exploration_limit_message(state.last_working_sql)
+            if final
+            else protocol.budget_line(left)
+        )
+        yield BudgetUpdated(
+            tool_turns_left=max(left, 0),
+            consecutive_query_errors=state.consecutive_query_errors,
+            episode_tokens=session.stats.prompt_tokens,
+            message=message,
+        )
+        results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
+        session.append(f"\n<|im_start|>user\n{results}\n\n{message}<|im_end|>\n{opener}")
+
+
+def _generate(
+    session: EngineSession,
+    protocol: AgentProtocol,
+    turn: int,
+    max_tokens: int,
+    starts_in_think: bool,
+    cancel: threading.Event,
+    clock: Callable[[], float],
+) -> Generator[Event, None, TurnRecord]:
+    """Stream one completion; returns its :class:`TurnRecord` (the generator's return value)."""
+    splitter = PhaseSplitter(starts_in_think)
+    parts: list[str] = []
+    tokens_before = session.stats.completion_tokens
+    started = clock()
+    try:
+        for delta in session.generate(max_tokens, protocol.sampling, cancel):
+            parts.append(delta)
+            for text, phase in splitter.feed(delta):
+                yield TextDelta(turn=turn, text=text, phase=phase)
+            if cancel.is_set():
+                break
+        for text, phase in splitter.flush():
+            yield TextDelta(turn=turn, text=text, phase=phase)
+    finally:
+        session.end_turn()
+    seconds = clock() - started
+    tokens = session.stats.completion_tokens - tokens_before
+    finish = "cancelled" if cancel.is_set() else session.last_finish_reason
+    yield TurnFinished(
+        turn=turn,
+        completion_tokens=tokens,
+        seconds=seconds,
+        tokens_per_second=tokens / seconds if seconds > 0 else 0.0,
+    )
+    return TurnRecord(
+        completion="".join(parts), completion_tokens=tokens, seconds=seconds, finish_reason=finish
+    )
+
+
+def _run_calls(
+    turn: int,
+    record: TurnRecord,
+    toolbox: ToolRunner,
+    state: _State,
+    cancel: threading.Event,
+    outputs: list[str],
+    starts_in_think: bool,
+) -> Generator[Event, None, str | None]:
+    """Execute every call of a tool turn in order; returns the submitted SQL, if any."""
+    calls: list[ParsedCall] = parse_completion(record.completion, starts_in_think).calls
+    if not calls:
+        outputs.append(NO_CALL_MESSAGE)
+        return None
+    for index, call in enumerate(calls):
+        if cancel.is_set():
+            raise _Cancelled
+        yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
+        started = time.perf_counter()
+        payload: Any = None
+        if call.error is not None:
+            text, ok = f"Error: {call.error}", False
+        elif call.tool == "submit_sql":
+            text, ok = SUBMITTED_MESSAGE, True
+        else:
+            output = toolbox.call(call.tool, dict(call.args))
+            text, ok, payload = output.text, output.ok, output.payload
+        seconds = time.perf_counter() - started
+        if cancel.is_set():
+            raise _Cancelled
+        record.calls.append(
+            CallRecord(tool=call.tool, args=dict(call.args), output=text, ok=ok, seconds=seconds)
+        )
+        yield ToolResulted(
+            turn=turn, index=index, tool=call.tool, output=text, ok=ok, seconds=seconds, payload=payload
+        )
+        outputs.append(text)
+        if call.tool == "run_query":
+            if ok:
+                state.consecutive_query_errors = 0
+                state.last_working_sql = str(call.args["sql"])
+            else:
+                state.consecutive_query_errors += 1
+        if call.tool == "submit_sql" and ok:
+            return str(call.args["sql"])
+    return None
+
+
+def _finish_final(
+    answer_sql: str | None,
+    state: _State,
+    db: EpisodeDatabase,
+    cancel: threading.Event,
+    episode: Episode,
+    result_rows: int,
+) -> Iterator[Event]:
+    ended_by: EndedBy
+    if answer_sql:
+        result = _rerun(db, answer_sql, cancel, result_rows)
+        if result.error is None:
+            episode.sql, episode.result, episode.ended_by = answer_sql, result, "final_turn"
+            yield FinalAnswer(sql=answer_sql, ended_by="final_turn")
+            return
+    if state.last_working_sql is not None:
+        sql = state.last_working_sql
+        episode.sql, episode.ended_by = sql, "fallback_to_last_working_query"
+        episode.result = _rerun(db, sql, cancel, result_rows)
+        ended_by = "fallback_to_last_working_query"
+        yield FinalAnswer(sql=sql, ended_by=ended_by)
+        return
+    episode.sql, episode.result, episode.ended_by = None, None, "no_answer"
+    yield FinalAnswer(sql="", ended_by="no_answer")
+
+
+def _rerun(db: EpisodeDatabase, sql: str, cancel: threading.Event, result_rows: int) -> QueryResultData:
+    """Run the answer once more, read-only; a failure is recorded in ``error``, never raised."""
+    if cancel.is_set():
+        raise _Cancelled
+    try:
+        rows: RowsLike = db.execute(sql, max_rows=result_rows)
+    except Exception as exc:
+        if cancel.is_set():
+            raise _Cancelled from None
+        if not _is_known_db_error(exc):
+            raise
+        return QueryResultData(error=str(exc) or type(exc).__name__)
+    if cancel.is_set():
+        raise _Cancelled
+    return QueryResultData(
+        columns=list(rows.columns),
+        rows=[list(row) for row in rows.rows],
+        row_count=rows.row_count,
+        truncated=rows.truncated,
+    )
+
+
+def _is_known_db_error(exc: Exception) -> bool:
+    """Conditions of the world from the database layer (or sqlite3 itself), as opposed to bugs."""
+    import sqlite3
+
+    try:
+        from sqale_desktop.core.db.errors import DatabaseError
+    except ImportError:  # the database layer is optional for engines-only use of this module
+        return isinstance(exc, sqlite3.Error)
+    return isinstance(exc, DatabaseError | sqlite3.Error)

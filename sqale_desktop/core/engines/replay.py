@@ -1,0 +1,166 @@
+"""An engine that plays back scripted completions: for tests, demos and replaying a recorded episode.
+
+Each session replays the script from its first completion, one per ``generate`` call, streamed in
+small chunks with an optional delay between them (so a UI test can watch cards appear
+mid-episode) and stopping as soon as ``cancel`` is set.  It behaves like a model where that
+matters to the loop: it stops at ``<|im_end|>`` / ``<|endoftext|>`` inside a scripted text, honours
+``max_tokens`` (finish reason ``length``), and keeps token counts.  Tokens are counted
+approximately (words and punctuation marks), since there is no tokenizer; every token is
+"evaluated" once, like a perfect cache.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.engines.base import (
+    END_OF_TURN,
+    STOP_STRINGS,
+    EngineError,
+    EngineStats,
+    FinishReason,
+    SamplingParams,
+)
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """An approximate token count: words and punctuation marks."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def load_script(path: Path) -> list[str]:
+    """Completions from a JSON file: a list of strings, or a recorded episode (``turns[].completion``).
+
+    Raises :class:`EngineError` with a message for people when the file is unusable.
+    """
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EngineError(f"cannot read the replay file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise EngineError(f"the replay file {path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+        data = [turn.get("completion") if isinstance(turn, dict) else None for turn in data["turns"]]
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise EngineError(
+            f"the replay file {path} must hold a JSON list of strings (one completion per assistant "
+            "turn) or a recorded episode with turns[].completion"
+        )
+    return list(data)
+
+
+class ReplayEngine:
+    """Scripted completions behind the :class:`~sqale_desktop.core.engines.base.Engine` protocol."""
+
+    name = "replay"
+
+    def __init__(
+        self,
+        completions: Sequence[str],
+        *,
+        chunk_chars: int = 8,
+        delay: float = 0.0,
+        template: str | None = None,
+    ) -> None:
+        if chunk_chars < 1:
+            raise ValueError("chunk_chars must be at least 1")
+        self._completions = list(completions)
+        self._chunk_chars = chunk_chars
+        self._delay = delay
+        self._template = template
+
+    @classmethod
+    def from_file(cls, path: Path, *, chunk_chars: int = 8, delay: float = 0.0) -> ReplayEngine:
+        return cls(load_script(path), chunk_chars=chunk_chars, delay=delay)
+
+    def describe(self) -> str:
+        return f"replay ({len(self._completions)} scripted turns)"
+
+    def chat_template(self) -> str | None:
+        return self._template
+
+    def new_session(self, prompt: str) -> ReplaySession:
+        return ReplaySession(prompt, self._completions, self._chunk_chars, self._delay)
+
+
+class ReplaySession:
+    """One episode of a :class:`ReplayEngine`."""
+
+    def __init__(self, prompt: str, completions: Sequence[str], chunk_chars: int, delay: float) -> None:
+        self._parts = [prompt]
+        self._script = list(completions)
+        self._next = 0
+        self._chunk_chars = chunk_chars
+        self._delay = delay
+        self._stats = EngineStats()
+        self._finish: FinishReason = "stop"
+        self._count(prompt)
+
+    @property
+    def prompt_text(self) -> str:
+        return "".join(self._parts)
+
+    @property
+    def stats(self) -> EngineStats:
+        return self._stats
+
+    @property
+    def last_finish_reason(self) -> FinishReason:
+        return self._finish
+
+    def append(self, text: str) -> None:
+        self._parts.append(text)
+        self._count(text)
+
+    def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
+        text = self._script[self._next] if self._next < len(self._script) else ""
+        self._next += 1
+        text, finish = _cut(text, max_tokens)
+        self._finish = finish
+        started = time.perf_counter()
+        try:
+            for start in range(0, len(text), self._chunk_chars):
+                if cancel.is_set() or (self._delay > 0 and cancel.wait(self._delay)):
+                    self._finish = "cancelled"
+                    return
+                chunk = text[start : start + self._chunk_chars]
+                self._parts.append(chunk)
+                produced = count_tokens(chunk)
+                self._stats.completion_tokens += produced
+                self._count(chunk)
+                yield chunk
+        finally:
+            self._stats.decode_seconds += time.perf_counter() - started
+
+    def end_turn(self) -> None:
+        self.append(END_OF_TURN)
+
+    def close(self) -> None:
+        self._script = []
+
+    def _count(self, text: str) -> None:
+        tokens = count_tokens(text)
+        self._stats.prompt_tokens += tokens
+        self._stats.evaluated_tokens += tokens
+
+
+def _cut(text: str, max_tokens: int) -> tuple[str, FinishReason]:
+    """The part of a scripted completion a model would have produced, and why it ended."""
+    for stop in STOP_STRINGS:
+        index = text.find(stop)
+        if index >= 0:
+            text = text[:index]
+    if max_tokens <= 0:
+        return "", "length"
+    for number, match in enumerate(_TOKEN.finditer(text), start=1):
+        if number > max_tokens:
+            return text[: match.start()], "length"
+    return text, "stop"
