@@ -1,0 +1,293 @@
+"""``ReadOnlyDatabase``: one SQLite file opened read-only, usable from several threads.
+
+A sqlite3 connection stays on the thread that opened it, so the database keeps one connection per
+thread (the model worker runs tools, the UI's pool runs user SQL and schema loading), each with
+the same guards: ``mode=ro``, ``query_only``, the authorizer allow-list, no ATTACH slots, and a
+progress handler that enforces the time limit and notices ``interrupt()``.  Cancelling through the
+progress handler (rather than ``sqlite3_interrupt``) stops only the statement that was running,
+so a paged cursor left open elsewhere cannot poison the next query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqale_desktop.core.db.errors import (
+    CorruptDatabase,
+    DatabaseError,
+    DatabaseUnreadable,
+    NotADatabase,
+    QueryDenied,
+    QueryFailed,
+    QueryInterrupted,
+    QueryTimeout,
+)
+from sqale_desktop.core.db.guard import WRITE_KEYWORDS, ReadOnlyGuard, denial_message, leading_keyword
+from sqale_desktop.core.db.opening import STALE_NOTE, inspect_file, sqlite_uri
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.db.cursor import QueryCursor
+
+DEFAULT_TIME_LIMIT_S = 10.0
+# VM instructions between progress-handler calls: small enough that a runaway query stops within
+# a few milliseconds of its deadline, large enough that the Python callback costs little.
+PROGRESS_STEPS = 2000
+DEFAULT_CURSOR_CAP = 100_000
+
+
+@dataclass
+class QueryResult:
+    """The first rows of a statement; ``truncated`` is True when more rows existed than were kept."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    row_count: int
+    truncated: bool
+    seconds: float
+
+
+@dataclass
+class _Link:
+    """One thread's connection and the state of the operation running on it."""
+
+    conn: sqlite3.Connection
+    guard: ReadOnlyGuard
+    thread: weakref.ref[threading.Thread]
+    deadline: float = 0.0
+    started_generation: int = 0
+    timed_out: bool = False
+    busy: bool = field(default=False)
+
+
+def _decode_text(raw: bytes) -> str:
+    # Real files hold invalid UTF-8 now and then; one bad cell must not fail the whole query.
+    return raw.decode("utf-8", errors="replace")
+
+
+class ReadOnlyDatabase:
+    """A SQLite file opened read-only; see the module docstring for the threading model.
+
+    Attributes: ``path``; ``immutable`` (opened with ``immutable=1`` because a WAL database sits
+    in a read-only folder); ``notes`` (things the user should know, e.g. the stale snapshot);
+    ``time_limit_s`` (per statement, settable).
+    """
+
+    def __init__(self, path: Path, *, immutable: bool, time_limit_s: float, notes: list[str]) -> None:
+        self.path = path
+        self.immutable = immutable
+        self.notes = notes
+        self._time_limit_s = DEFAULT_TIME_LIMIT_S
+        self.time_limit_s = time_limit_s
+        self._lock = threading.Lock()
+        self._links: dict[int, _Link] = {}
+        self._generation = 0
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def time_limit_s(self) -> float:
+        return self._time_limit_s
+
+    @time_limit_s.setter
+    def time_limit_s(self, value: float) -> None:
+        if not value > 0:
+            raise ValueError("time_limit_s must be positive")
+        self._time_limit_s = float(value)
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def execute(self, sql: str, max_rows: int = 1000, params: Sequence[object] = ()) -> QueryResult:
+        """Run one read-only statement and keep its first ``max_rows`` rows.
+
+        ``params`` are bound to ``?`` placeholders (used for names passed to pragma functions).
+        """
+        if max_rows < 0:
+            raise ValueError("max_rows must not be negative")
+        link = self._link()
+        started = time.perf_counter()
+        with self.operation(link, sql):
+            cursor = link.conn.execute(sql, tuple(params))
+            try:
+                columns = [d[0] for d in cursor.description or ()]
+                fetched = cursor.fetchmany(max_rows + 1) if columns else []
+            finally:
+                cursor.close()
+        truncated = len(fetched) > max_rows
+        rows = fetched[:max_rows]
+        return QueryResult(columns, rows, len(rows), truncated, time.perf_counter() - started)
+
+    def cursor(self, sql: str, *, max_rows: int = DEFAULT_CURSOR_CAP) -> QueryCursor:
+        """Start a statement whose rows are handed out page by page (see ``QueryCursor``)."""
+        from sqale_desktop.core.db.cursor import QueryCursor  # the cursor module imports this one
+
+        return QueryCursor(self, sql, max_rows=max_rows)
+
+    def interrupt(self) -> None:
+        """Stop whatever statement is running on this database, from any thread.
+
+        Each running statement notices within ``PROGRESS_STEPS`` VM instructions and ends with
+        ``QueryInterrupted``; statements started afterwards run normally.
+        """
+        with self._lock:
+            self._generation += 1
+
+    def close(self) -> None:
+        """Close every thread's connection; later calls raise ``DatabaseUnreadable``."""
+        with self._lock:
+            self._closed = True
+            self._generation += 1
+            links = list(self._links.values())
+            self._links.clear()
+        for link in links:
+            link.conn.close()
+
+    def __enter__(self) -> ReadOnlyDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals shared with the cursor and introspection ---------------------------------
+
+    def _link(self) -> _Link:
+        """This thread's connection, opened on first use."""
+        key = threading.get_ident()
+        with self._lock:
+            if self._closed:
+                raise DatabaseUnreadable(f"{self.name} has been closed")
+            link = self._links.get(key)
+            if link is not None and link.thread() is threading.current_thread():
+                return link
+            dead = [k for k, v in self._links.items() if (t := v.thread()) is None or not t.is_alive()]
+            stale = [self._links.pop(k) for k in dead]
+        for old in stale:
+            old.conn.close()
+        link = self._connect()
+        with self._lock:
+            self._links[key] = link
+        return link
+
+    def _connect(self) -> _Link:
+        conn = connect_readonly(self.path, immutable=self.immutable)
+        guard = ReadOnlyGuard()
+        link = _Link(conn=conn, guard=guard, thread=weakref.ref(threading.current_thread()))
+        conn.set_authorizer(guard)
+        conn.set_progress_handler(self._progress_check(link), PROGRESS_STEPS)
+        return link
+
+    def _progress_check(self, link: _Link) -> Callable[[], int]:
+        def check() -> int:
+            if self._generation != link.started_generation:
+                return 1
+            if time.monotonic() > link.deadline:
+                link.timed_out = True
+                return 1
+            return 0
+
+        return check
+
+    @contextmanager
+    def operation(self, link: _Link, sql: str) -> Iterator[None]:
+        """Arm the time limit and the guard for one step of work, and translate SQLite errors."""
+        link.deadline = time.monotonic() + self._time_limit_s
+        link.started_generation = self._generation
+        link.timed_out = False
+        link.guard.reset()
+        link.busy = True
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._translate(exc, link, sql) from exc
+        except (ValueError, OverflowError, UnicodeError) as exc:
+            raise QueryFailed(f"cannot run this statement: {exc}") from exc
+        finally:
+            link.busy = False
+
+    def _translate(self, exc: sqlite3.Error, link: _Link, sql: str) -> DatabaseError:
+        message = str(exc)
+        code = getattr(exc, "sqlite_errorname", "") or ""
+        if isinstance(exc, sqlite3.ProgrammingError) and "one statement at a time" in message:
+            return QueryDenied("read-only: only one statement at a time is allowed")
+        if link.guard.last_denial is not None:
+            return QueryDenied(denial_message(sql, link.guard.last_denial))
+        if code == "SQLITE_INTERRUPT" or message == "interrupted":
+            if link.timed_out:
+                return QueryTimeout(
+                    f"the query ran past the {self._time_limit_s:g} s time limit and was stopped"
+                )
+            return QueryInterrupted("the query was cancelled")
+        if code.startswith("SQLITE_CORRUPT"):
+            return CorruptDatabase(f"{self.name} is corrupt: {message}")
+        if code == "SQLITE_NOTADB":
+            return NotADatabase(f"{self.name} is not a SQLite database ({message})")
+        keyword = leading_keyword(sql)
+        if keyword in WRITE_KEYWORDS or code.startswith("SQLITE_READONLY"):
+            return QueryDenied(f"read-only: {keyword or 'writing'} is not allowed")
+        if code.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED")):
+            return DatabaseUnreadable(f"cannot read {self.name}: {message}")
+        return QueryFailed(message)
+
+
+def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
+    """A raw sqlite3 connection with every read-only setting applied but no authorizer yet."""
+    conn = sqlite3.connect(
+        sqlite_uri(path, immutable=immutable),
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,  # only so that close() and cursors may be used from another thread
+    )
+    conn.text_factory = _decode_text
+    conn.execute("PRAGMA query_only = 1")
+    conn.execute("PRAGMA trusted_schema = 0")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    return conn
+
+
+def open_readonly(path: str | Path, *, time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> ReadOnlyDatabase:
+    """Open a SQLite file read-only, or raise a ``DatabaseError`` that says what is wrong."""
+    path = Path(path).expanduser()
+    facts = inspect_file(path)
+    notes: list[str] = []
+    immutable = facts.is_wal and not facts.shm_exists and not facts.folder_writable
+    if not immutable:
+        try:
+            _probe(path, immutable=False)
+        except DatabaseUnreadable:
+            if not facts.is_wal:
+                raise
+            immutable = True  # the -shm file could not be created after all
+    if immutable:
+        _probe(path, immutable=True)
+        notes.append(STALE_NOTE)
+    return ReadOnlyDatabase(path, immutable=immutable, time_limit_s=time_limit_s, notes=notes)
+
+
+def _probe(path: Path, *, immutable: bool) -> None:
+    """Open once and read the schema, so that a bad file fails here with a clear message."""
+    name = str(path)
+    try:
+        conn = connect_readonly(path, immutable=immutable)
+    except sqlite3.Error as exc:
+        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorname", "") or ""
+        if code == "SQLITE_NOTADB":
+            raise NotADatabase(f"{name} is not a SQLite database ({exc})") from None
+        if code.startswith("SQLITE_CORRUPT"):
+            raise CorruptDatabase(f"{name} is corrupt: {exc}") from None
+        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
+    finally:
+        conn.close()

@@ -1,0 +1,80 @@
+"""``QueryCursor``: the rows of one statement, handed out a page at a time.
+
+The result grid asks for a page (500 rows) as the user scrolls, instead of loading everything.
+A hard cap keeps a huge result from filling memory; it is detected by asking for one row more than
+the cap, so ``truncated`` is exact.  Each page is fetched under the database's time limit and can
+be stopped with ``interrupt()``.  Pure Python: the Qt table model is a thin adapter over this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.db.connection import ReadOnlyDatabase
+
+
+class QueryCursor:
+    """Pages of rows from one statement; use it from one thread at a time.
+
+    ``columns`` are known as soon as the cursor exists.  ``exhausted`` turns True when the last
+    row (or the cap) has been handed out, after which ``fetch_page`` returns ``[]``.
+    """
+
+    def __init__(self, db: ReadOnlyDatabase, sql: str, *, max_rows: int) -> None:
+        if max_rows < 0:
+            raise ValueError("max_rows must not be negative")
+        self._db = db
+        self._sql = sql
+        self._link = db._link()
+        self.max_rows = max_rows
+        self.fetched = 0
+        self.truncated = False
+        self.exhausted = False
+        self._cursor: sqlite3.Cursor | None = None
+        with db.operation(self._link, sql):
+            self._cursor = self._link.conn.execute(sql)
+        self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
+        if not self.columns:
+            self.close()
+
+    def fetch_page(self, n: int) -> list[tuple[Any, ...]]:
+        """Up to ``n`` more rows; fewer (or none) once the statement or the cap runs out."""
+        if n < 0:
+            raise ValueError("n must not be negative")
+        if self.exhausted or self._cursor is None or n == 0:
+            return []
+        room = self.max_rows - self.fetched
+        want = min(n, room)
+        try:
+            # One extra row when the page would reach the cap tells whether the cap cut anything.
+            with self._db.operation(self._link, self._sql):
+                rows: list[tuple[Any, ...]] = self._cursor.fetchmany(want + 1 if want == room else want)
+        except BaseException:
+            self.close()
+            raise
+        if want == room:
+            self.truncated = len(rows) > want
+            rows = rows[:want]
+            self.close()
+        elif len(rows) < want:
+            self.close()
+        self.fetched += len(rows)
+        return rows
+
+    def close(self) -> None:
+        """Finish the statement early; safe to call more than once."""
+        self.exhausted = True
+        if self._cursor is not None:
+            # The connection may have been closed under us (database closed): nothing left to free.
+            with contextlib.suppress(sqlite3.Error):
+                self._cursor.close()
+            self._cursor = None
+
+    def __enter__(self) -> QueryCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,40 @@
+"""Errors of the database layer: known conditions of the world, each with a message for people.
+
+Every class here is a condition a user or the model can act on (wrong file, corrupt file, a write
+attempt, a slow query), so ``str()`` is a complete sentence that names the file or the statement.
+Bugs are not wrapped in these classes: they keep their traceback.
+"""
+
+from __future__ import annotations
+
+
+class DatabaseError(Exception):
+    """Base of every database-layer condition; ``str()`` is the message to show."""
+
+
+class NotADatabase(DatabaseError):
+    """The file exists but is not a SQLite database (wrong format, empty, a folder)."""
+
+
+class CorruptDatabase(DatabaseError):
+    """The file is a SQLite database whose pages or schema cannot be read."""
+
+
+class DatabaseUnreadable(DatabaseError):
+    """The file cannot be opened at all: missing, no permission, locked, unreadable folder."""
+
+
+class QueryDenied(DatabaseError):
+    """The statement would write or escape the read-only sandbox ("read-only: INSERT is not allowed")."""
+
+
+class QueryTimeout(DatabaseError):
+    """The statement ran past the time limit and was stopped; the connection stays usable."""
+
+
+class QueryInterrupted(DatabaseError):
+    """The statement was cancelled with ``interrupt()``; the connection stays usable."""
+
+
+class QueryFailed(DatabaseError):
+    """SQLite rejected or could not run the statement (syntax error, no such column, ...)."""

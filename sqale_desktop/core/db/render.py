@@ -1,0 +1,41 @@
+"""The one place where a SQLite value becomes text, for the model and for people.
+
+The model was trained on tool outputs written by Python's ``str()``: NULL read ``None`` and floats
+read like ``12.037037037037036`` or ``1.0`` (Python's shortest round-trip repr, which is also what
+SQLite's own printer gives for these values).  People see ``NULL`` instead.  BLOBs are never
+dumped: they read ``<blob N bytes>``.  Text for the model is kept on one line (a newline would
+break the row layout) and cut to ``max_chars`` with an ellipsis; text for people is cut only when
+it is very long, since a grid cell cannot show a novel anyway.
+"""
+
+from __future__ import annotations
+
+MODEL_MAX_CHARS = 200
+DISPLAY_MAX_CHARS = 2000
+ELLIPSIS = "…"
+
+_ONE_LINE = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": " "})
+
+
+def render_cell(value: object, *, for_model: bool = False, max_chars: int | None = None) -> str:
+    """Render one cell; ``max_chars`` defaults to 200 for the model and 2000 for display."""
+    if value is None:
+        return "None" if for_model else "NULL"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<blob {len(bytes(value))} bytes>"
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    if for_model:
+        text = text.translate(_ONE_LINE)
+    limit = max_chars if max_chars is not None else (MODEL_MAX_CHARS if for_model else DISPLAY_MAX_CHARS)
+    return elide(text, limit)
+
+
+def elide(text: str, max_chars: int) -> str:
+    """Cut ``text`` to at most ``max_chars`` characters, the last one an ellipsis when cut."""
+    if max_chars < 1:
+        raise ValueError("max_chars must be at least 1")
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 1] + ELLIPSIS
