@@ -1,0 +1,68 @@
+"""Check that a finished GGUF loads in the bundled llama.cpp and generates, before registering it.
+
+Runs in a child process for the same reason as quantization: a model that crashes llama.cpp must
+fail the conversion, not the app.  The child prints one JSON line with what it saw.
+
+Run as ``python -m sqale_desktop.core.models.convert.verify GGUF [N_TOKENS]``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqale_desktop.core.models.convert.errors import VerificationFailed
+
+PROBE_PROMPT = "<|im_start|>user\nList the tables.<|im_end|>\n<|im_start|>assistant\n"
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What the check saw: generated token ids, vocabulary size and tensor-free metadata."""
+
+    generated: list[int]
+    n_vocab: int
+    architecture: str
+
+
+def verify_gguf(path: Path, n_tokens: int = 4, timeout_s: float = 600.0) -> VerifyReport:
+    """Load ``path``, generate ``n_tokens`` greedily; raise VerificationFailed otherwise."""
+    cmd = [sys.executable, "-m", __name__, str(path), str(n_tokens)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise VerificationFailed("the converted model did not finish a test generation in time") from exc
+    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    if done.returncode != 0 or not lines:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise VerificationFailed(f"the converted model does not load or generate ({'; '.join(err) or done.returncode})")
+    result = json.loads(lines[-1])
+    report = VerifyReport(list(result["generated"]), int(result["n_vocab"]), str(result["architecture"]))
+    if len(report.generated) != n_tokens or any(not 0 <= t < report.n_vocab for t in report.generated):
+        raise VerificationFailed(f"the converted model generated {report.generated}, expected {n_tokens} tokens")
+    return report
+
+
+def _run(path: str, n_tokens: int) -> dict[str, object]:
+    import llama_cpp
+
+    llm = llama_cpp.Llama(path, n_ctx=256, n_batch=64, n_threads=1, verbose=False, seed=0)
+    prompt = llm.tokenize(PROBE_PROMPT.encode(), add_bos=False, special=True)
+    generated: list[int] = []
+    # top_k=1 is greedy; EOG is not a stop here, so a random-weight model still yields n tokens.
+    for token in llm.generate(prompt, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0):
+        generated.append(int(token))
+        if len(generated) >= n_tokens:
+            break
+    return {
+        "generated": generated,
+        "n_vocab": llm.n_vocab(),
+        "architecture": llm.metadata.get("general.architecture", ""),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(_run(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 4)))

@@ -1,0 +1,92 @@
+"""Write the unquantized GGUF (BF16/F16 weights, F32 norms) one tensor at a time.
+
+``GGUFWriter.add_tensor`` keeps every array until the file is written, which would hold the
+whole model in memory.  Instead all tensor infos (names, shapes, types) are declared up front
+from the plan, the header is written, and each tensor is produced, written and dropped in turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from sqale_desktop.core.models.convert.checkpoint import Checkpoint
+from sqale_desktop.core.models.convert.errors import ConversionCancelled
+from sqale_desktop.core.models.convert.hparams import Qwen35Hparams
+from sqale_desktop.core.models.convert.layout import ARCH, TensorPlan
+from sqale_desktop.core.models.convert.vocab import write_generation_config, write_vocab
+
+# (tensors written, tensors in total, GGUF name of the tensor just written)
+TensorProgress = Callable[[int, int, str], None]
+_STORED = {gguf.GGMLQuantizationType.F32: np.float32, gguf.GGMLQuantizationType.F16: np.float16}
+
+
+def write_gguf(
+    ckpt: Checkpoint,
+    hp: Qwen35Hparams,
+    plan: TensorPlan,
+    out_path: Path,
+    *,
+    name: str,
+    cancel: threading.Event | None = None,
+    progress: TensorProgress | None = None,
+) -> None:
+    """Write ``plan`` to ``out_path``; raises ConversionCancelled between tensors when asked."""
+    writer = gguf.GGUFWriter(out_path, ARCH)
+    try:
+        _write_metadata(writer, ckpt.folder, hp, plan, name)
+        for tensor in plan.tensors:
+            dtype = _STORED.get(tensor.qtype, np.uint16)  # BF16 travels as its uint16 bits
+            writer.add_tensor_info(
+                tensor.gguf_name, tensor.shape, np.dtype(dtype), tensor.nbytes, raw_dtype=tensor.qtype
+            )
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        total = len(plan.tensors)
+        for done, tensor in enumerate(plan.tensors, start=1):
+            if cancel is not None and cancel.is_set():
+                raise ConversionCancelled("conversion cancelled")
+            data = tensor.produce()
+            if data.shape != tensor.shape or data.nbytes != tensor.nbytes:
+                raise AssertionError(f"{tensor.gguf_name}: produced {data.shape}, planned {tensor.shape}")
+            writer.write_tensor_data(data)
+            del data
+            if progress is not None:
+                progress(done, total, tensor.gguf_name)
+        writer.flush()
+    finally:
+        writer.close()
+
+
+def _write_metadata(
+    writer: gguf.GGUFWriter, folder: Path, hp: Qwen35Hparams, plan: TensorPlan, name: str
+) -> None:
+    writer.add_name(name)
+    writer.add_file_type(plan.file_type)
+    writer.add_block_count(plan.block_count)
+    writer.add_context_length(hp.context_length)
+    writer.add_embedding_length(hp.n_embd)
+    writer.add_feed_forward_length(hp.n_ff)
+    writer.add_head_count(hp.n_head)
+    writer.add_head_count_kv(hp.n_head_kv)
+    writer.add_key_length(hp.head_dim)
+    writer.add_value_length(hp.head_dim)
+    writer.add_layer_norm_rms_eps(hp.rms_eps)
+    writer.add_rope_freq_base(hp.rope_theta)
+    writer.add_rope_dimension_count(hp.rope_dim)
+    writer.add_rope_dimension_sections(list(hp.mrope_section))
+    writer.add_ssm_conv_kernel(hp.conv_kernel)
+    writer.add_ssm_state_size(hp.linear_k_head_dim)
+    writer.add_ssm_group_count(hp.linear_k_heads)
+    writer.add_ssm_time_step_rank(hp.linear_v_heads)
+    writer.add_ssm_inner_size(hp.linear_inner_size)
+    writer.add_full_attention_interval(hp.full_attention_interval)
+    if plan.mtp_written:
+        writer.add_nextn_predict_layers(plan.block_count - hp.n_layer)
+    write_vocab(writer, folder, hp.vocab_size)
+    write_generation_config(writer, folder)
