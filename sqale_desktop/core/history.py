@@ -1,0 +1,411 @@
+"""The app's own SQLite store of conversations and their episodes (``<data dir>/history.sqlite``).
+
+One conversation per database file (keyed by its resolved path).  A conversation holds entries in
+the order they happened: questions, each with the full episode trace once it finishes, and the SQL
+reruns the user made after editing a query.
+
+Crash safety: the file is in WAL mode with ``synchronous = FULL`` and every change is its own
+transaction.  A question is committed as ``running`` before its episode starts and the finished
+episode is committed in one transaction, so a crash or kill loses at most the episode in flight; the
+next :class:`History` opened on the file marks such entries ``interrupted`` (open one ``History`` per
+app start, not one per window: a second one would mark the first one's running episode).
+
+Threads: every method opens its own short-lived connection, uses it and closes it, so a connection
+never leaves the thread that opened it (the house rule) and any thread of the UI's pool may call any
+method.  WAL lets readers run beside the one writer; writers start with ``BEGIN IMMEDIATE`` and wait
+up to :data:`BUSY_TIMEOUT_S` for each other, which a history write (milliseconds) never approaches.
+Opening a connection costs well under a millisecond, far less than anything around a question.
+
+Schema changes go through :data:`MIGRATIONS`: step ``i`` turns version ``i`` into ``i + 1``
+(``PRAGMA user_version``), each step in its own transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import functools
+import json
+import sqlite3
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from sqale_desktop.core import paths
+from sqale_desktop.core.agent.events import Episode
+
+BUSY_TIMEOUT_S = 10.0
+
+EntryKind = Literal["question", "rerun"]
+EntryState = Literal["running", "finished", "interrupted"]
+
+
+class HistoryError(Exception):
+    """A known condition of the history file (unreadable, from a newer version): tell the user."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    db_path: str  # resolved path of the database the conversation is about
+    title: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One step of a conversation: a question (with its episode once finished) or an SQL rerun."""
+
+    id: int
+    conversation_id: int
+    kind: EntryKind
+    state: EntryState
+    created_at: datetime
+    finished_at: datetime | None
+    question: str | None = None  # question entries
+    sql: str | None = None  # the episode's answer, or the rerun's query
+    ended_by: str | None = None  # question entries: how the episode ended
+    row_count: int | None = None
+    error: str | None = None  # a rerun's error, or why a stored episode could not be read back
+    episode: Episode | None = None  # finished question entries
+    source_entry_id: int | None = None  # a rerun: the entry whose SQL the user edited
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE conversations (
+            id         INTEGER PRIMARY KEY,
+            db_path    TEXT NOT NULL UNIQUE,
+            title      TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE entries (
+            id              INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            kind            TEXT NOT NULL CHECK (kind IN ('question', 'rerun')),
+            state           TEXT NOT NULL CHECK (state IN ('running', 'finished', 'interrupted')),
+            question        TEXT,
+            sql             TEXT,
+            ended_by        TEXT,
+            row_count       INTEGER,
+            error           TEXT,
+            episode_json    TEXT,
+            source_entry_id INTEGER REFERENCES entries (id) ON DELETE SET NULL,
+            created_at      TEXT NOT NULL,
+            finished_at     TEXT
+        )
+        """
+    )
+    conn.execute("CREATE INDEX entries_conversation ON entries (conversation_id, id)")
+    conn.execute("CREATE INDEX entries_running ON entries (state) WHERE state = 'running'")
+
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = [_v1]
+"""Step ``i`` migrates schema version ``i`` to ``i + 1``; append a step to change the schema."""
+
+
+def default_history_path() -> Path:
+    return paths.data_dir() / "history.sqlite"
+
+
+class History:
+    """The conversation store; cheap to call from any thread (see the module docstring)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        """Open (creating or migrating) the store and mark episodes a previous run left unfinished.
+
+        Raises :class:`HistoryError` when the file is not a readable database or comes from a newer
+        version of the app.
+        """
+        self.path = default_history_path() if path is None else Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode = WAL")
+                _migrate(conn, MIGRATIONS)
+                with _immediate(conn):
+                    ids = [r[0] for r in conn.execute("SELECT id FROM entries WHERE state = 'running'")]
+                    conn.execute(
+                        "UPDATE entries SET state = 'interrupted', finished_at = ? WHERE state = 'running'",
+                        (_now(),),
+                    )
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"the history file {self.path} cannot be used: {exc}") from exc
+        self.interrupted_at_start: tuple[int, ...] = tuple(ids)
+        """Entries that were running when the app last stopped (the UI may say so)."""
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = FULL")  # a committed episode survives a power cut
+            yield conn
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as conn, _immediate(conn):
+            yield conn
+
+    def list_conversations(self) -> list[Conversation]:
+        """All conversations, most recently active first."""
+        with self._connect() as conn:
+            query = f"SELECT {_CONVERSATION_COLUMNS} ORDER BY updated_at DESC, id DESC"
+            rows = conn.execute(query).fetchall()
+        return [_conversation(row) for row in rows]
+
+    def conversation_for(self, db_path: Path | str, title: str | None = None) -> Conversation:
+        """The conversation about ``db_path``, created (titled ``title`` or the file name) if new."""
+        key = str(Path(db_path).expanduser().resolve())
+        now = _now()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO conversations (db_path, title, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (db_path) DO NOTHING",
+                (key, title or Path(key).name, now, now),
+            )
+            row = conn.execute(f"SELECT {_CONVERSATION_COLUMNS} WHERE db_path = ?", (key,)).fetchone()
+        return _conversation(row)
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        with self._write() as conn:
+            _check(conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id)))
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete a conversation and all its entries."""
+        with self._write() as conn:
+            _check(conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)))
+
+    def add_question(self, conversation_id: int, question: str) -> int:
+        """Record a question as ``running`` before its episode starts; returns the entry id."""
+        now = _now()
+        with self._write() as conn:
+            entry_id = _insert_entry(
+                conn, conversation_id, now, kind="question", state="running", question=question
+            )
+        return entry_id
+
+    def finish_episode(self, entry_id: int, episode: Episode) -> None:
+        """Store the finished (or cancelled, or failed) episode of a question, in one transaction."""
+        text = json.dumps(episode.to_json(), ensure_ascii=False, default=_encode_extra)
+        row_count = episode.result.row_count if episode.result is not None else None
+        now = _now()
+        with self._write() as conn:
+            _check(
+                conn.execute(
+                    "UPDATE entries SET state = 'finished', sql = ?, ended_by = ?, row_count = ?, error = ?, "
+                    "episode_json = ?, finished_at = ? WHERE id = ? AND kind = 'question'",
+                    (episode.sql, episode.ended_by, row_count, episode.error, text, now, entry_id),
+                )
+            )
+            _touch(conn, "(SELECT conversation_id FROM entries WHERE id = ?)", entry_id, now)
+
+    def add_rerun(
+        self,
+        conversation_id: int,
+        sql: str,
+        *,
+        row_count: int | None = None,
+        error: str | None = None,
+        source_entry_id: int | None = None,
+    ) -> int:
+        """Record a query the user edited and ran; returns the entry id."""
+        now = _now()
+        with self._write() as conn:
+            entry_id = _insert_entry(
+                conn,
+                conversation_id,
+                now,
+                kind="rerun",
+                state="finished",
+                sql=sql,
+                row_count=row_count,
+                error=error,
+                source_entry_id=source_entry_id,
+                finished_at=now,
+            )
+        return entry_id
+
+    def entries(self, conversation_id: int) -> list[Entry]:
+        """The entries of a conversation in the order they were made, episodes loaded back."""
+        with self._connect() as conn:
+            conn.row_factory = sqlite3.Row
+            rows = conn.execute(
+                "SELECT * FROM entries WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+            ).fetchall()
+        return [_entry(row) for row in rows]
+
+    def entry(self, entry_id: int) -> Entry:
+        """One entry by id; :class:`KeyError` when there is none."""
+        with self._connect() as conn:
+            conn.row_factory = sqlite3.Row
+            row = conn.execute("SELECT * FROM entries WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            raise KeyError(entry_id)
+        return _entry(row)
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the write lock up front, so concurrent writers queue, not fail."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection, migrations: list[Migration]) -> None:
+    latest = len(migrations)
+    while True:
+        with _immediate(conn):
+            # Read inside the transaction: another process may have migrated meanwhile.
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > latest:
+                raise HistoryError(
+                    f"the history file was written by a newer SQaLe Desktop (schema {version}, this one "
+                    f"knows up to {latest})"
+                )
+            if version == latest:
+                return
+            migrations[version](conn)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+
+
+def _insert_entry(conn: sqlite3.Connection, conversation_id: int, now: str, **values: Any) -> int:
+    columns = ["conversation_id", "created_at", *values]
+    try:
+        cursor = conn.execute(
+            f"INSERT INTO entries ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            (conversation_id, now, *values.values()),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise KeyError(conversation_id) from exc
+    _touch(conn, "?", conversation_id, now)
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _touch(conn: sqlite3.Connection, id_expression: str, key: int, now: str) -> None:
+    conn.execute(f"UPDATE conversations SET updated_at = ? WHERE id = {id_expression}", (now, key))
+
+
+def _check(cursor: sqlite3.Cursor) -> None:
+    """A write that matched no row names an id that does not exist: a bug in the caller."""
+    if cursor.rowcount == 0:
+        raise KeyError("no such conversation or entry")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+_CONVERSATION_COLUMNS = "id, db_path, title, created_at, updated_at FROM conversations"
+
+
+def _conversation(row: tuple[Any, ...]) -> Conversation:
+    conversation_id, db_path, title, created, updated = row
+    return Conversation(
+        conversation_id, db_path, title, datetime.fromisoformat(created), datetime.fromisoformat(updated)
+    )
+
+
+def _entry(row: sqlite3.Row) -> Entry:
+    episode = None
+    error = row["error"]
+    if row["episode_json"] is not None:
+        try:
+            episode = episode_from_json(json.loads(row["episode_json"], object_hook=_decode_extra))
+        except (ValueError, TypeError) as exc:
+            error = f"the stored episode could not be read back: {exc}"
+    return Entry(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        kind=row["kind"],
+        state=row["state"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        finished_at=None if row["finished_at"] is None else datetime.fromisoformat(row["finished_at"]),
+        question=row["question"],
+        sql=row["sql"],
+        ended_by=row["ended_by"],
+        row_count=row["row_count"],
+        error=error,
+        episode=episode,
+        source_entry_id=row["source_entry_id"],
+    )
+
+
+# Result rows may hold BLOBs, which JSON cannot: they travel as {"$bytes": "<base64>"}.
+_BYTES_KEY = "$bytes"
+
+
+def _encode_extra(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _decode_extra(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and isinstance(obj.get(_BYTES_KEY), str):
+        return base64.b64decode(obj[_BYTES_KEY])
+    return obj
+
+
+def episode_from_json(data: dict[str, Any]) -> Episode:
+    """Rebuild an :class:`Episode` from ``Episode.to_json()`` output (after a JSON round trip).
+
+    Works from the dataclasses' own type hints, so fields added to the events module later are
+    loaded without changes here; keys this version does not know are ignored and missing ones take
+    their defaults (traces written by other versions still load).  Raises ``ValueError`` when a
+    required field is missing or a value has the wrong shape.
+    """
+    episode = _build(Episode, data)
+    assert isinstance(episode, Episode)
+    return episode
+
+
+def _build(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        return _build(options[0], value) if len(options) == 1 else value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, got {type(value).__name__}")
+        (item_type,) = typing.get_args(tp)
+        return [_build(item_type, item) for item in value]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object for {tp.__name__}, got {type(value).__name__}")
+        hints = _field_types(tp)
+        try:
+            return tp(**{name: _build(hints[name], item) for name, item in value.items() if name in hints})
+        except TypeError as exc:
+            raise ValueError(f"cannot build {tp.__name__}: {exc}") from exc
+    return value
+
+
+@functools.cache
+def _field_types(tp: type) -> dict[str, Any]:
+    """The resolved types of a dataclass's constructor fields (resolving them is slow: cached)."""
+    hints = typing.get_type_hints(tp)
+    return {f.name: hints[f.name] for f in dataclasses.fields(tp) if f.init}
