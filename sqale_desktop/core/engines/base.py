@@ -65,7 +65,7 @@ class EngineSession(Protocol):
         ...
 
     def append(self, text: str) -> None:
-        """Append text (a user turn, an assistant-turn opener); tokenized on its own, special tokens parsed."""
+        """Append text (a user turn, an assistant-turn opener), tokenized on its own with specials parsed."""
         ...
 
     def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
