@@ -117,7 +117,9 @@ def _read_header(file: Path) -> list[TensorEntry]:
             continue
         dtype = info["dtype"]
         if dtype not in _STORAGE:
-            raise UnsupportedCheckpoint(f"tensor {name} has dtype {dtype}; only BF16, F16 and F32 are supported")
+            raise UnsupportedCheckpoint(
+                f"tensor {name} has dtype {dtype}; only BF16, F16 and F32 are supported"
+            )
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"])
         expected = int(np.prod(shape, dtype=np.int64)) * _STORAGE[dtype].itemsize

@@ -67,7 +67,7 @@ def read_hparams(config: dict[str, Any]) -> Qwen35Hparams:
         head_dim = int(text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"])
         partial = float(rope.get("partial_rotary_factor", text.get("partial_rotary_factor", 0.25)))
         section = list(rope.get("mrope_section") or DEFAULT_MROPE_SECTION)
-        section = (section + [0, 0, 0, 0])[:4]
+        section = ([*section, 0, 0, 0, 0])[:4]
         hp = Qwen35Hparams(
             n_layer=int(text["num_hidden_layers"]),
             n_embd=int(text["hidden_size"]),
@@ -88,7 +88,9 @@ def read_hparams(config: dict[str, Any]) -> Qwen35Hparams:
             linear_k_heads=int(text["linear_num_key_heads"]),
             linear_v_heads=int(text["linear_num_value_heads"]),
             mtp_layers_in_config=int(text.get("mtp_num_hidden_layers", 0)),
-            tie_word_embeddings=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
+            tie_word_embeddings=bool(
+                config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
+            ),
         )
     except KeyError as exc:
         raise UnsupportedCheckpoint(f"config.json lacks {exc.args[0]!r}") from exc
@@ -99,14 +101,14 @@ def read_hparams(config: dict[str, Any]) -> Qwen35Hparams:
 def _check(hp: Qwen35Hparams, text: dict[str, Any]) -> None:
     # llama.cpp derives both linear-attention head sizes from one key (ssm.state_size).
     if hp.linear_k_head_dim != hp.linear_v_head_dim:
-        raise UnsupportedCheckpoint("linear attention key and value head sizes differ; llama.cpp needs them equal")
+        raise UnsupportedCheckpoint(
+            "linear attention key and value head sizes differ; llama.cpp needs them equal"
+        )
     if hp.linear_v_heads % hp.linear_k_heads != 0:
         raise UnsupportedCheckpoint("linear attention value heads are not a multiple of key heads")
     # Without an explicit per-layer list llama.cpp places full attention every N-th layer.
     layer_types = text.get("layer_types")
     if layer_types is not None:
-        expected = [
-            "linear_attention" if hp.is_recurrent(i) else "full_attention" for i in range(hp.n_layer)
-        ]
+        expected = ["linear_attention" if hp.is_recurrent(i) else "full_attention" for i in range(hp.n_layer)]
         if list(layer_types) != expected:
             raise UnsupportedCheckpoint("layer_types does not follow full_attention_interval")

@@ -150,7 +150,9 @@ def plan_tensors(ckpt: Checkpoint, hp: Qwen35Hparams, include_mtp: bool = True) 
 
     maker = _Maker(ckpt, hp)
     tensors: list[PlannedTensor] = []
-    tensors.append(maker.make("token_embd.weight", _need(trunk, "embed_tokens.weight"), (hp.vocab_size, hp.n_embd)))
+    tensors.append(
+        maker.make("token_embd.weight", _need(trunk, "embed_tokens.weight"), (hp.vocab_size, hp.n_embd))
+    )
     tensors.append(maker.make("output_norm.weight", _need(trunk, "norm.weight"), (hp.n_embd,), add_one=True))
     if lm_head is not None and not hp.tie_word_embeddings:
         tensors.append(maker.make("output.weight", lm_head, (hp.vocab_size, hp.n_embd)))
@@ -180,7 +182,9 @@ def plan_tensors(ckpt: Checkpoint, hp: Qwen35Hparams, include_mtp: bool = True) 
         for key, gname in _MTP_GLOBAL.items():
             if key in mtp:
                 shape = (hp.n_embd, 2 * hp.n_embd) if key == "fc.weight" else (hp.n_embd,)
-                tensors.append(maker.make(f"blk.{layer}.{gname}", mtp[key], shape, add_one=key != "fc.weight"))
+                tensors.append(
+                    maker.make(f"blk.{layer}.{gname}", mtp[key], shape, add_one=key != "fc.weight")
+                )
 
     embd_dtype = ckpt.entry(_need(trunk, "embed_tokens.weight")).dtype
     file_type = gguf.LlamaFileType.MOSTLY_BF16 if embd_dtype == "BF16" else gguf.LlamaFileType.MOSTLY_F16
@@ -250,7 +254,9 @@ class _Maker:
             "ssm_out.weight": (hp.n_embd, value_dim),
         }
         is_linear = gname.startswith(("ssm_", "attn_qkv", "attn_gate"))
-        is_full = gname.startswith(("attn_q.", "attn_k.", "attn_v.", "attn_output", "attn_q_norm", "attn_k_norm"))
+        is_full = gname.startswith(
+            ("attn_q.", "attn_k.", "attn_v.", "attn_output", "attn_q_norm", "attn_k_norm")
+        )
         if (is_linear and not recurrent) or (is_full and recurrent):
             raise UnsupportedCheckpoint(f"{source} does not match the layer's attention type")
         shape = shapes[gname]

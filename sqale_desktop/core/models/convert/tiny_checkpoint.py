@@ -73,7 +73,10 @@ def write_tiny_checkpoint(
     tensors = _tensors(d, vocab_size, rng, with_mtp)
     names = list(tensors)
     half = len(names) // 2
-    shards = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
+    shards = {
+        "model-00001-of-00002.safetensors": names[:half],
+        "model-00002-of-00002.safetensors": names[half:],
+    }
     weight_map: dict[str, str] = {}
     for file_name, shard_names in shards.items():
         write_safetensors_bf16(folder / file_name, {n: tensors[n] for n in shard_names})
@@ -93,7 +96,11 @@ def write_safetensors_bf16(path: Path, tensors: dict[str, npt.NDArray[np.float32
         # round to nearest even, as torch's bfloat16 conversion does
         bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
         blob = bf16.tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": "BF16",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     raw = json.dumps(header).encode()
@@ -150,7 +157,9 @@ def _mrope_section(head_dim: int) -> list[int]:
     return [first, first, pairs - 2 * first]
 
 
-def _tensors(d: TinyDims, vocab: int, rng: np.random.Generator, with_mtp: bool) -> dict[str, npt.NDArray[np.float32]]:
+def _tensors(
+    d: TinyDims, vocab: int, rng: np.random.Generator, with_mtp: bool
+) -> dict[str, npt.NDArray[np.float32]]:
     def w(*shape: int) -> npt.NDArray[np.float32]:
         return (rng.standard_normal(shape) * 0.05).astype(np.float32)
 
@@ -212,7 +221,16 @@ def _tensors(d: TinyDims, vocab: int, rng: np.random.Generator, with_mtp: bool) 
 
 
 def _write_tokenizer(folder: Path, bpe_vocab: int, think_special: bool) -> int:
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
 
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()

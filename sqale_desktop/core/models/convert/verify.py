@@ -38,11 +38,15 @@ def verify_gguf(path: Path, n_tokens: int = 4, timeout_s: float = 600.0) -> Veri
     lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
     if done.returncode != 0 or not lines:
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise VerificationFailed(f"the converted model does not load or generate ({'; '.join(err) or done.returncode})")
+        raise VerificationFailed(
+            f"the converted model does not load or generate ({'; '.join(err) or done.returncode})"
+        )
     result = json.loads(lines[-1])
     report = VerifyReport(list(result["generated"]), int(result["n_vocab"]), str(result["architecture"]))
     if len(report.generated) != n_tokens or any(not 0 <= t < report.n_vocab for t in report.generated):
-        raise VerificationFailed(f"the converted model generated {report.generated}, expected {n_tokens} tokens")
+        raise VerificationFailed(
+            f"the converted model generated {report.generated}, expected {n_tokens} tokens"
+        )
     return report
 
 

@@ -52,7 +52,9 @@ def read_vocab(folder: Path, vocab_size: int) -> Vocab:
     }
     by_id.update({i: content for i, (content, _) in added.items()})
     if by_id and max(by_id) >= vocab_size:
-        raise UnsupportedCheckpoint(f"the tokenizer has ids up to {max(by_id)} but the model only {vocab_size}")
+        raise UnsupportedCheckpoint(
+            f"the tokenizer has ids up to {max(by_id)} but the model only {vocab_size}"
+        )
     tokens: list[str] = []
     types: list[int] = []
     for i in range(vocab_size):
