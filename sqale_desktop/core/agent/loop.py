@@ -12,8 +12,10 @@ last query that ran without error.  Tokens: 2,048 per tool turn, 3,072 for the f
 episode prompt reaches 12,288 tokens the next turn is the final one, which then uses the headroom
 of the 16,384-token context.
 
-Ending: ``submit_sql`` ends the episode; a final answer (a ``submit_sql`` call, a fenced block or
-bare SQL) that is empty or does not execute falls back to the last query that ran without error.
+Ending: ``submit_sql`` ends the episode (calls after it in the same turn are not run); a final
+answer (a ``submit_sql`` call, a fenced block or bare SQL) that is empty or does not execute falls
+back to the last query that ran without error, and so does a submitted query that does not
+execute (training ended the episode there too; the fallback gives the user a working answer).
 The chosen query is run once more, read-only, and its rows are the episode's ``result``.
 
 Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`, which also interrupts the
@@ -34,7 +36,6 @@ from sqale_desktop.core.agent.chat_template import assistant_opener, opener_star
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     CallRecord,
-    EndedBy,
     Episode,
     EpisodeEnded,
     EpisodeStats,
@@ -204,8 +205,9 @@ def _turns(
             max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))
         else:
             max_tokens = max(0, min(protocol.tool_turn_tokens, protocol.episode_tokens - used))
-        record = yield from _generate(session, protocol, turn, max_tokens, starts_in_think, cancel, clock)
-        episode.turns.append(record)
+        record = yield from _generate(
+            session, protocol, turn, max_tokens, starts_in_think, cancel, clock, episode
+        )
         if cancel.is_set() or record.finish_reason == "cancelled":
             raise _Cancelled
         if final:
@@ -213,11 +215,16 @@ def _turns(
             yield from _finish_final(extract_final_sql(answer), state, db, cancel, episode, result_rows)
             return
         outputs: list[str] = []
-        submitted = yield from _run_calls(turn, record, toolbox, state, cancel, outputs, starts_in_think)
+        submitted = yield from _run_calls(
+            turn, record, toolbox, db, state, cancel, outputs, starts_in_think, result_rows
+        )
         if submitted is not None:
-            episode.sql, episode.ended_by = submitted, "submit_sql"
-            episode.result = _rerun(db, submitted, cancel, result_rows)
-            yield FinalAnswer(sql=submitted, ended_by="submit_sql")
+            sql, result = submitted
+            if result.error is None:
+                episode.sql, episode.result, episode.ended_by = sql, result, "submit_sql"
+                yield FinalAnswer(sql=sql, ended_by="submit_sql")
+            else:
+                yield from _fall_back(state, db, cancel, episode, result_rows)
             return
         state.tool_turns_used += 1
         left = protocol.tool_turns - state.tool_turns_used
@@ -249,8 +256,11 @@ def _generate(
     starts_in_think: bool,
     cancel: threading.Event,
     clock: Callable[[], float],
+    episode: Episode,
 ) -> Generator[Event, None, TurnRecord]:
-    """Stream one completion; returns its :class:`TurnRecord` (the generator's return value)."""
+    """Stream one completion into a new :class:`TurnRecord` of ``episode`` (kept even if the engine fails)."""
+    record = TurnRecord(completion="")
+    episode.turns.append(record)
     splitter = PhaseSplitter(starts_in_think)
     parts: list[str] = []
     tokens_before = session.stats.completion_tokens
@@ -264,32 +274,39 @@ def _generate(
                 break
         for text, phase in splitter.flush():
             yield TextDelta(turn=turn, text=text, phase=phase)
+        record.finish_reason = "cancelled" if cancel.is_set() else session.last_finish_reason
+    except BaseException:
+        record.finish_reason = "error"
+        raise
     finally:
         session.end_turn()
-    seconds = clock() - started
-    tokens = session.stats.completion_tokens - tokens_before
-    finish = "cancelled" if cancel.is_set() else session.last_finish_reason
+        record.completion = "".join(parts)
+        record.seconds = clock() - started
+        record.completion_tokens = session.stats.completion_tokens - tokens_before
     yield TurnFinished(
         turn=turn,
-        completion_tokens=tokens,
-        seconds=seconds,
-        tokens_per_second=tokens / seconds if seconds > 0 else 0.0,
+        completion_tokens=record.completion_tokens,
+        seconds=record.seconds,
+        tokens_per_second=record.completion_tokens / record.seconds if record.seconds > 0 else 0.0,
     )
-    return TurnRecord(
-        completion="".join(parts), completion_tokens=tokens, seconds=seconds, finish_reason=finish
-    )
+    return record
 
 
 def _run_calls(
     turn: int,
     record: TurnRecord,
     toolbox: ToolRunner,
+    db: EpisodeDatabase,
     state: _State,
     cancel: threading.Event,
     outputs: list[str],
     starts_in_think: bool,
-) -> Generator[Event, None, str | None]:
-    """Execute every call of a tool turn in order; returns the submitted SQL, if any."""
+    result_rows: int,
+) -> Generator[Event, None, tuple[str, QueryResultData] | None]:
+    """Execute the calls of a tool turn in order, up to a ``submit_sql``.
+
+    Returns the submitted SQL and its result (rerun here, read-only), or ``None``.
+    """
     calls: list[ParsedCall] = parse_completion(record.completion, starts_in_think).calls
     if not calls:
         outputs.append(NO_CALL_MESSAGE)
@@ -300,10 +317,17 @@ def _run_calls(
         yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
         started = time.perf_counter()
         payload: Any = None
+        submitted: tuple[str, QueryResultData] | None = None
         if call.error is not None:
             text, ok = f"Error: {call.error}", False
         elif call.tool == "submit_sql":
-            text, ok = SUBMITTED_MESSAGE, True
+            sql = str(call.args["sql"])
+            payload = _rerun(db, sql, cancel, result_rows)
+            submitted = (sql, payload)
+            text, ok = (
+                SUBMITTED_MESSAGE if payload.error is None else f"Error: {payload.error}",
+                payload.error is None,
+            )
         else:
             output = toolbox.call(call.tool, dict(call.args))
             text, ok, payload = output.text, output.ok, output.payload
@@ -323,8 +347,8 @@ def _run_calls(
                 state.last_working_sql = str(call.args["sql"])
             else:
                 state.consecutive_query_errors += 1
-        if call.tool == "submit_sql" and ok:
-            return str(call.args["sql"])
+        if submitted is not None:
+            return submitted
     return None
 
 
@@ -336,19 +360,28 @@ def _finish_final(
     episode: Episode,
     result_rows: int,
 ) -> Iterator[Event]:
-    ended_by: EndedBy
     if answer_sql:
         result = _rerun(db, answer_sql, cancel, result_rows)
         if result.error is None:
             episode.sql, episode.result, episode.ended_by = answer_sql, result, "final_turn"
             yield FinalAnswer(sql=answer_sql, ended_by="final_turn")
             return
+    yield from _fall_back(state, db, cancel, episode, result_rows)
+
+
+def _fall_back(
+    state: _State,
+    db: EpisodeDatabase,
+    cancel: threading.Event,
+    episode: Episode,
+    result_rows: int,
+) -> Iterator[Event]:
+    """The answer failed: use the last query that ran without error, if there is one."""
     if state.last_working_sql is not None:
         sql = state.last_working_sql
         episode.sql, episode.ended_by = sql, "fallback_to_last_working_query"
         episode.result = _rerun(db, sql, cancel, result_rows)
-        ended_by = "fallback_to_last_working_query"
-        yield FinalAnswer(sql=sql, ended_by=ended_by)
+        yield FinalAnswer(sql=sql, ended_by="fallback_to_last_working_query")
         return
     episode.sql, episode.result, episode.ended_by = None, None, "no_answer"
     yield FinalAnswer(sql="", ended_by="no_answer")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sqale_desktop.core.tools import specs as tools_specs
+
 ParamKind = Literal["str", "int"]
 
 
@@ -26,22 +28,20 @@ class ToolSpec:
     params: tuple[Param, ...] = ()
 
 
-TOOL_SPECS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec("list_tables"),
-        ToolSpec("describe_table", (Param("table_name", "str"),)),
-        ToolSpec("foreign_keys", (Param("table_name", "str", required=False),)),
-        ToolSpec("join_path", (Param("table_a", "str"), Param("table_b", "str"))),
-        ToolSpec("sample_rows", (Param("table_name", "str"), Param("limit", "int", required=False))),
-        ToolSpec(
-            "distinct_values",
-            (Param("table_name", "str"), Param("column_name", "str"), Param("limit", "int", required=False)),
-        ),
-        ToolSpec("run_query", (Param("sql", "str"),)),
-        ToolSpec("submit_sql", (Param("sql", "str"),)),
-    )
-}
+def _from_tool_specs() -> dict[str, ToolSpec]:
+    """The tool box's own specs (``core.tools.specs``), so the two never disagree about a signature."""
+    return {
+        spec.name: ToolSpec(
+            spec.name,
+            tuple(
+                Param(arg.name, "int" if arg.type == "integer" else "str", arg.required) for arg in spec.args
+            ),
+        )
+        for spec in tools_specs.TOOL_SPECS
+    }
+
+
+TOOL_SPECS: dict[str, ToolSpec] = _from_tool_specs()
 TOOL_NAMES: tuple[str, ...] = tuple(TOOL_SPECS)
 
 # Argument names the model sometimes shortens; mapped rather than rejected.

@@ -11,6 +11,7 @@ approximately (words and punctuation marks), since there is no tokenizer; every 
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import threading
@@ -125,6 +126,9 @@ class ReplaySession:
         self._next += 1
         text, finish = _cut(text, max_tokens)
         self._finish = finish
+        # A token counts once it has begun, so chunk boundaries inside a word do not inflate counts.
+        token_starts = [match.start() for match in _TOKEN.finditer(text)]
+        counted = 0
         started = time.perf_counter()
         try:
             for start in range(0, len(text), self._chunk_chars):
@@ -133,9 +137,11 @@ class ReplaySession:
                     return
                 chunk = text[start : start + self._chunk_chars]
                 self._parts.append(chunk)
-                produced = count_tokens(chunk)
+                produced = bisect.bisect_left(token_starts, start + len(chunk)) - counted
+                counted += produced
                 self._stats.completion_tokens += produced
-                self._count(chunk)
+                self._stats.prompt_tokens += produced
+                self._stats.evaluated_tokens += produced
                 yield chunk
         finally:
             self._stats.decode_seconds += time.perf_counter() - started
