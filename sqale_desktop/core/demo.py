@@ -13,8 +13,9 @@ data, or the last full quarter before the snapshot).  One supplier (Harbor & Hal
 trouble in the second half of 2025, so the last-quarter answer differs from the all-time one: a
 query that ignores the date filter gets a different, wrong supplier.
 
-The schema carries SQL comments in its ``CREATE TABLE`` statements because the agent reads tables
-through ``describe_table``, which returns that text: the comments are documentation for the model.
+The ``CREATE TABLE`` statements carry SQL comments for people reading the schema in the app (the
+agent's ``describe_table`` normalises the statement and may drop them; the column names and CHECK
+constraints alone say what the values mean).
 
 The file is written to a temporary name and renamed into place, so a crash never leaves a half
 database behind, and it is regenerated when missing or when its ``PRAGMA user_version`` differs from

@@ -67,7 +67,8 @@ def full_episode(question: str = QUESTION) -> Episode:
 
 def test_episode_from_json_inverts_to_json_through_real_json() -> None:
     episode = full_episode()
-    episode.result.rows = [["x", None, 3]]  # type: ignore[union-attr]  # plain JSON has no bytes
+    assert episode.result is not None
+    episode.result.rows = [["x", None, 3]]  # plain JSON has no bytes
     loaded = episode_from_json(json.loads(json.dumps(episode.to_json())))
     assert loaded == episode
     assert isinstance(loaded.turns[1].calls[0], CallRecord)
@@ -290,7 +291,7 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     """Eight threads ask, finish and rerun at once (as the UI's pool may) while another reads."""
     store = History()
     shared = store.conversation_for(tmp_path / "shared.sqlite")
-    threads_n, rounds = 8, 12
+    threads_n, rounds = 8, 5
     errors: list[BaseException] = []
     stop_reading = threading.Event()
     start = threading.Barrier(threads_n + 1)
