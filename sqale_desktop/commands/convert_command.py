@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("source", help="hub repository id (owner/name) or a local checkpoint folder")
     parser.add_argument("--quant", default=DEFAULT_QUANT, choices=[q for q in QUANT_TYPES if q != "F16"])
     parser.add_argument("--revision", help="hub revision (branch, tag or commit)")
-    parser.add_argument("--output-dir", type=Path, help="where the GGUF goes (default: the app's models folder)")
+    parser.add_argument(
+        "--output-dir", type=Path, help="where the GGUF goes (default: the app's models folder)"
+    )
     parser.add_argument("--threads", type=int, help="quantization threads (default: all cores)")
     parser.add_argument("--no-mtp", action="store_true", help="leave out the multi-token-prediction block")
     parser.add_argument("--no-register", action="store_true", help="write the file but do not register it")
@@ -47,7 +49,9 @@ def _convert(args: argparse.Namespace) -> int:
     def show(p: ConvertProgress) -> None:
         if p.phase in ("convert", "quantize") and p.total:
             end = "\n" if p.done == p.total else ""
-            print(f"\r{p.phase}: {p.done}/{p.total} {p.message[:40]:<40}", end=end, file=sys.stderr, flush=True)
+            print(
+                f"\r{p.phase}: {p.done}/{p.total} {p.message[:40]:<40}", end=end, file=sys.stderr, flush=True
+            )
         elif p.phase != last_phase[0] or p.message:
             print(f"{p.phase}: {p.message}", file=sys.stderr, flush=True)
         last_phase[0] = p.phase

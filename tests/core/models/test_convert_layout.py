@@ -17,7 +17,11 @@ from sqale_desktop.core.models.convert import UnsupportedCheckpoint
 from sqale_desktop.core.models.convert.checkpoint import Checkpoint
 from sqale_desktop.core.models.convert.hparams import read_hparams
 from sqale_desktop.core.models.convert.layout import plan_tensors
-from sqale_desktop.core.models.convert.tiny_checkpoint import TinyDims, write_safetensors_bf16, write_tiny_checkpoint
+from sqale_desktop.core.models.convert.tiny_checkpoint import (
+    TinyDims,
+    write_safetensors_bf16,
+    write_tiny_checkpoint,
+)
 from sqale_desktop.core.models.convert.writer import write_gguf
 
 DIMS = TinyDims()
@@ -79,7 +83,9 @@ def test_mtp_in_config_without_weights_writes_no_extra_block(tmp_path: Path) -> 
 
 def test_incomplete_mtp_block_is_left_out(tmp_path: Path) -> None:
     folder = write_tiny_checkpoint(tmp_path / "partial", dims=DIMS, with_mtp=False)
-    write_safetensors_bf16(folder / "mtp.safetensors", {"mtp.fc.weight": np.ones((DIMS.hidden, 2 * DIMS.hidden))})
+    write_safetensors_bf16(
+        folder / "mtp.safetensors", {"mtp.fc.weight": np.ones((DIMS.hidden, 2 * DIMS.hidden))}
+    )
     ckpt = Checkpoint(folder)
     plan = plan_tensors(ckpt, read_hparams(ckpt.config))
     assert not plan.mtp_written
@@ -124,10 +130,12 @@ def test_values_follow_llama_cpp_transforms(ckpt_dir: Path, gguf_reader: gguf.GG
 
     # (1 + w) RMSNorms become plain weights; the gated DeltaNet norm stays as is.
     np.testing.assert_allclose(
-        _tensor(gguf_reader, "blk.0.attn_norm.weight"), _source(ckpt_dir, f"{lm}.0.input_layernorm.weight") + 1
+        _tensor(gguf_reader, "blk.0.attn_norm.weight"),
+        _source(ckpt_dir, f"{lm}.0.input_layernorm.weight") + 1,
     )
     np.testing.assert_allclose(
-        _tensor(gguf_reader, "blk.3.attn_q_norm.weight"), _source(ckpt_dir, f"{lm}.3.self_attn.q_norm.weight") + 1
+        _tensor(gguf_reader, "blk.3.attn_q_norm.weight"),
+        _source(ckpt_dir, f"{lm}.3.self_attn.q_norm.weight") + 1,
     )
     np.testing.assert_allclose(
         _tensor(gguf_reader, "blk.0.ssm_norm.weight"), _source(ckpt_dir, f"{lm}.0.linear_attn.norm.weight")
@@ -147,12 +155,18 @@ def test_values_follow_llama_cpp_transforms(ckpt_dir: Path, gguf_reader: gguf.GG
     qkv = _source(ckpt_dir, f"{lm}.1.linear_attn.in_proj_qkv.weight")
     np.testing.assert_array_equal(_tensor(gguf_reader, "blk.1.attn_qkv.weight").reshape(qkv.shape), qkv[rows])
     conv = _source(ckpt_dir, f"{lm}.1.linear_attn.conv1d.weight")[:, 0, :]
-    np.testing.assert_array_equal(_tensor(gguf_reader, "blk.1.ssm_conv1d.weight").reshape(conv.shape), conv[rows])
+    np.testing.assert_array_equal(
+        _tensor(gguf_reader, "blk.1.ssm_conv1d.weight").reshape(conv.shape), conv[rows]
+    )
     out = _source(ckpt_dir, f"{lm}.2.linear_attn.out_proj.weight")
     cols = _tiled_rows(DIMS.linear_k_heads, v_per_k, hd)
-    np.testing.assert_array_equal(_tensor(gguf_reader, "blk.2.ssm_out.weight").reshape(out.shape), out[:, cols])
+    np.testing.assert_array_equal(
+        _tensor(gguf_reader, "blk.2.ssm_out.weight").reshape(out.shape), out[:, cols]
+    )
     beta = _source(ckpt_dir, f"{lm}.2.linear_attn.in_proj_b.weight")
-    np.testing.assert_array_equal(_tensor(gguf_reader, "blk.2.ssm_beta.weight").reshape(beta.shape), beta[heads])
+    np.testing.assert_array_equal(
+        _tensor(gguf_reader, "blk.2.ssm_beta.weight").reshape(beta.shape), beta[heads]
+    )
     # Untransformed weights are copied bit for bit.
     emb = _source(ckpt_dir, "model.language_model.embed_tokens.weight")
     np.testing.assert_array_equal(_tensor(gguf_reader, "token_embd.weight").reshape(emb.shape), emb)
@@ -178,7 +192,9 @@ def test_metadata_is_what_the_qwen35_loader_reads(gguf_reader: gguf.GGUFReader) 
 
 def test_refuses_other_architectures(tmp_path: Path) -> None:
     folder = write_tiny_checkpoint(tmp_path / "other", dims=DIMS, with_mtp=False)
-    config = (folder / "config.json").read_text().replace("Qwen3_5ForConditionalGeneration", "LlamaForCausalLM")
+    config = (
+        (folder / "config.json").read_text().replace("Qwen3_5ForConditionalGeneration", "LlamaForCausalLM")
+    )
     (folder / "config.json").write_text(config)
     ckpt = Checkpoint(folder)
     with pytest.raises(UnsupportedCheckpoint, match="LlamaForCausalLM"):
@@ -195,7 +211,9 @@ def test_refuses_truncated_safetensors(tmp_path: Path) -> None:
 
 def test_refuses_unknown_text_tensor(tmp_path: Path) -> None:
     folder = write_tiny_checkpoint(tmp_path / "extra", dims=DIMS, with_mtp=False)
-    write_safetensors_bf16(folder / "x.safetensors", {"model.language_model.layers.0.mystery.weight": np.ones(4)})
+    write_safetensors_bf16(
+        folder / "x.safetensors", {"model.language_model.layers.0.mystery.weight": np.ones(4)}
+    )
     ckpt = Checkpoint(folder)
     with pytest.raises(UnsupportedCheckpoint, match="mystery"):
         plan_tensors(ckpt, read_hparams(ckpt.config))

@@ -49,32 +49,32 @@ def quantize(
         raise QuantizationFailed(f"unknown quantization {quant!r}; choose one of {', '.join(QUANT_TYPES)}")
     n_threads = threads or max(1, os.cpu_count() or 1)
     cmd = [sys.executable, "-m", __name__, str(src), str(dst), quant, str(n_threads)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     tail: list[bytes] = []
     stop = threading.Event()
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
 
-    def watch_cancel() -> None:
-        while not stop.wait(0.1):
-            if cancel is not None and cancel.is_set():
-                proc.terminate()
-                return
+        def watch_cancel() -> None:
+            while not stop.wait(0.1):
+                if cancel is not None and cancel.is_set():
+                    proc.terminate()
+                    return
 
-    watcher = threading.Thread(target=watch_cancel, name="quantize-cancel", daemon=True)
-    watcher.start()
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            tail = [*tail[-19:], line]
-            match = _PROGRESS.search(line)
-            if match and progress is not None:
-                progress(int(match[1]), int(match[2]), match[3].decode("utf-8", "replace"))
-        code = proc.wait()
-    finally:
-        stop.set()
-        watcher.join()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        watcher = threading.Thread(target=watch_cancel, name="quantize-cancel", daemon=True)
+        watcher.start()
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                tail = [*tail[-19:], line]
+                match = _PROGRESS.search(line)
+                if match and progress is not None:
+                    progress(int(match[1]), int(match[2]), match[3].decode("utf-8", "replace"))
+            code = proc.wait()
+        finally:
+            stop.set()
+            watcher.join()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     if cancel is not None and cancel.is_set():
         dst.unlink(missing_ok=True)
         raise ConversionCancelled("conversion cancelled during quantization")
