@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ def register_thread_owner(owner: Any) -> None:
 def busy_thread_owners() -> list[Any]:
     """Pools with running jobs and worker threads still running."""
     return [owner for owner in list(_registry) if owner.is_busy()]
+
 
 Job = Callable[["JobContext"], Any]
 
@@ -139,16 +141,28 @@ class TaskPool(QObject):
         self._alive: set[WorkerSignals] = set()
         register_thread_owner(self)
 
-    def start(self, job: Job) -> tuple[WorkerSignals, JobContext]:
-        """Queue ``job``; connect to the returned signals before control returns to the event loop."""
+    def start(
+        self,
+        job: Job,
+        finished: Callable[[Any], None] | None = None,
+        failed: Callable[[BaseException], None] | None = None,
+        progress: Callable[[Any], None] | None = None,
+    ) -> JobContext:
+        """Queue ``job``; the callbacks run on the UI thread (connected before the job starts)."""
         signals = WorkerSignals()
         context = JobContext(signals)
+        if finished is not None:
+            signals.finished.connect(finished)
+        if failed is not None:
+            signals.failed.connect(failed)
+        if progress is not None:
+            signals.progress.connect(progress)
         with self._lock:
             self._running.add(context)
             self._alive.add(signals)
         signals.done.connect(self._release)
         self._pool.start(_Runnable(job, signals, context, self))
-        return signals, context
+        return context
 
     def _forget(self, context: JobContext) -> None:
         with self._lock:
@@ -165,6 +179,8 @@ class TaskPool(QObject):
             return len(self._running)
 
     def is_busy(self) -> bool:
+        if not shiboken6.isValid(self._pool):
+            return False  # a deleted QThreadPool waited for its threads in its destructor
         return self.active_jobs() > 0 or self._pool.activeThreadCount() > 0
 
     def wait(self, timeout_ms: int = 10_000) -> bool:
@@ -180,5 +196,7 @@ class TaskPool(QObject):
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Cancel every job, drop queued ones and wait for running ones; True when all ended."""
         self.cancel_all()
+        if not shiboken6.isValid(self._pool):
+            return True
         self._pool.clear()
         return bool(self._pool.waitForDone(timeout_ms))

@@ -12,6 +12,17 @@ from pathlib import Path
 import pytest
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+UI_DIR = Path(__file__).resolve().parent
+
+# The offscreen platform cannot resize native windows to their size hints and says so; that is a
+# fact about the headless plugin, not about the app.
+OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if UI_DIR in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.qt_log_ignore(*OFFSCREEN_NOISE))
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,300 @@
+"""The model's one long-lived worker thread, and the UI-side handle that talks to it.
+
+The engine (llama.cpp is not thread-safe) is built on the worker thread on first use and only ever
+touched there (Spyder's actor pattern).  Episodes run there too, with the tool database opened on
+that thread.  Stop does not travel through the worker's event loop, which is busy generating: the
+UI thread sets the episode's ``threading.Event`` and calls the database's ``interrupt()`` directly.
+
+Events do not cross threads one signal each: at full speed the model yields hundreds of text
+deltas a second, and a queued signal per delta would flood the UI's event loop.  The worker
+appends events to a deque; the UI drains it on a timer (every 40 ms) and merges consecutive text
+deltas, so the UI does a bounded amount of work per frame however fast the model runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import shiboken6
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from sqale_desktop.core.agent.events import Episode, EpisodeEnded, Event, TextDelta
+from sqale_desktop.core.engines.base import Engine
+from sqale_desktop.ui.workers import register_thread_owner
+
+log = logging.getLogger(__name__)
+
+EngineFactory = Callable[[], Engine]
+EpisodeFn = Callable[[Engine, Any, str, threading.Event], Iterator[Event]]
+"""Runs one episode: (engine, the open tool database, question, cancel flag) -> events."""
+DatabaseOpener = Callable[[Path], Any]
+
+
+@dataclass(frozen=True)
+class EpisodeFailed:
+    """Not an agent event: the worker's own report that an episode could not run at all."""
+
+    episode_id: int
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class EpisodeDone:
+    """Not an agent event: the worker finished with an episode, whatever happened."""
+
+    episode_id: int
+
+
+Item = tuple[int, Event] | EpisodeFailed | EpisodeDone
+
+
+def merge_deltas(items: list[Item]) -> list[Item]:
+    """Merge runs of text deltas of the same episode, turn and phase into one delta each."""
+    merged: list[Item] = []
+    for item in items:
+        if merged and isinstance(item, tuple) and isinstance(item[1], TextDelta):
+            last = merged[-1]
+            if isinstance(last, tuple) and isinstance(last[1], TextDelta):
+                a, b = last[1], item[1]
+                if last[0] == item[0] and a.turn == b.turn and a.phase == b.phase:
+                    merged[-1] = (item[0], TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase))
+                    continue
+        merged.append(item)
+    return merged
+
+
+class AgentWorker(QObject):
+    """Lives on the agent thread: owns the engine and the tool databases opened there.
+
+    Signals:
+        engine_state(str, str): ("loading" | "ready" | "failed", description or message).
+        items_ready(): new items were queued (emitted at most once until the UI drains).
+    """
+
+    engine_state = Signal(str, str)
+    items_ready = Signal()
+
+    def __init__(
+        self, engine_factory: EngineFactory | None, episode_fn: EpisodeFn, opener: DatabaseOpener
+    ) -> None:
+        super().__init__()
+        self._engine_factory = engine_factory
+        self._episode_fn = episode_fn
+        self._opener = opener
+        self._engine: Engine | None = None
+        self._databases: dict[Path, Any] = {}
+        self._lock = threading.Lock()
+        self._cancel: threading.Event | None = None
+        self._current_db: Any = None
+        self._queue: collections.deque[Item] = collections.deque()
+        self._notified = False
+        self._cancel_upto = 0
+
+    # called from the UI thread ------------------------------------------------------------
+    def cancel(self, upto_episode: int) -> None:
+        """Stop episodes up to this id now: generation between tokens, a query mid-step.
+
+        An episode still queued behind the worker's event loop is cancelled before it starts.
+        """
+        with self._lock:
+            self._cancel_upto = max(self._cancel_upto, upto_episode)
+            cancel, db = self._cancel, self._current_db
+        if cancel is not None:
+            cancel.set()
+        if db is not None:
+            try:
+                db.interrupt()
+            except Exception:  # a connection closing at the same moment needs no interrupt
+                log.debug("interrupt failed", exc_info=True)
+
+    def drain(self) -> list[Item]:
+        items: list[Item] = []
+        with self._lock:
+            while self._queue:
+                items.append(self._queue.popleft())
+            self._notified = False
+        return merge_deltas(items)
+
+    def set_engine_factory(self, factory: EngineFactory | None, episode_fn: EpisodeFn | None = None) -> None:
+        """A new factory (settings changed): the engine is rebuilt before the next episode.
+
+        The old engine is dropped here; it is freed by the garbage collector, on whichever thread
+        holds the last reference, which is safe because it is no longer used.
+        """
+        with self._lock:
+            self._engine_factory = factory
+            self._engine = None
+            if episode_fn is not None:
+                self._episode_fn = episode_fn
+
+    # run on the worker thread ---------------------------------------------------------------
+    def _push(self, item: Item) -> None:
+        with self._lock:
+            self._queue.append(item)
+            notify = not self._notified
+            self._notified = True
+        if notify:
+            self.items_ready.emit()
+
+    @Slot()
+    def load_engine(self) -> None:
+        try:
+            self._ensure_engine()
+        except BaseException:  # reported through engine_state; nothing dies silently
+            return
+
+    def _ensure_engine(self) -> Engine:
+        with self._lock:
+            engine, factory = self._engine, self._engine_factory
+        if engine is not None:
+            return engine
+        if factory is None:
+            self.engine_state.emit("failed", "No model is installed: open the model manager to download one.")
+            raise RuntimeError("no model installed")
+        self.engine_state.emit("loading", "Loading the model…")
+        try:
+            engine = factory()
+        except BaseException as exc:
+            log.warning("engine failed to load: %s", exc)
+            self.engine_state.emit("failed", str(exc) or type(exc).__name__)
+            raise
+        with self._lock:
+            self._engine = engine
+        self.engine_state.emit("ready", engine.describe())
+        return engine
+
+    @Slot(int, str, str)
+    def run_episode(self, episode_id: int, question: str, db_path: str) -> None:
+        cancel = threading.Event()
+        try:
+            engine = self._ensure_engine()
+            db = self._database(Path(db_path))
+            with self._lock:
+                self._cancel, self._current_db = cancel, db
+                if episode_id <= self._cancel_upto:
+                    cancel.set()
+            with self._lock:
+                episode_fn = self._episode_fn
+            for event in episode_fn(engine, db, question, cancel):
+                self._push((episode_id, event))
+        except BaseException as exc:  # every worker catches everything and reports it
+            if not isinstance(exc, RuntimeError) or str(exc) != "no model installed":
+                log.exception("episode failed")
+            self._push(EpisodeFailed(episode_id, exc))
+        finally:
+            with self._lock:
+                self._cancel, self._current_db = None, None
+            self._push(EpisodeDone(episode_id))
+
+    def _database(self, path: Path) -> Any:
+        db = self._databases.get(path)
+        if db is None:
+            db = self._opener(path)
+            self._databases[path] = db
+        return db
+
+    @Slot()
+    def close(self) -> None:
+        """Close the databases and drop the engine, on the thread that owns them."""
+        for db in self._databases.values():
+            try:
+                db.close()
+            except Exception:
+                log.debug("closing a tool database failed", exc_info=True)
+        self._databases.clear()
+        with self._lock:
+            engine, self._engine = self._engine, None
+        close = getattr(engine, "close", None)
+        if callable(close):
+            close()
+
+
+class AgentRunner(QObject):
+    """UI-side handle of the agent thread.
+
+    Signals:
+        items_ready(): the worker queued items; call ``drain()``.
+        engine_state(str, str): forwarded from the worker.
+        _run(int, str, str): internal, queued to the worker's ``run_episode``.
+    """
+
+    items_ready = Signal()
+    engine_state = Signal(str, str)
+    _run = Signal(int, str, str)
+    _load = Signal()
+    _close = Signal()
+
+    def __init__(
+        self,
+        engine_factory: EngineFactory | None,
+        episode_fn: EpisodeFn,
+        opener: DatabaseOpener,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._thread = QThread()
+        self._thread.setObjectName("agent")
+        self.worker = AgentWorker(engine_factory, episode_fn, opener)
+        self.worker.moveToThread(self._thread)
+        self._run.connect(self.worker.run_episode)
+        self._load.connect(self.worker.load_engine)
+        self._close.connect(self.worker.close)
+        self.worker.items_ready.connect(self.items_ready)
+        self.worker.engine_state.connect(self.engine_state)
+        self._next_id = 0
+        self._running: set[int] = set()
+        self._thread.start()
+        register_thread_owner(self)
+
+    def ask(self, question: str, db_path: Path) -> int:
+        """Queue an episode; returns its id (items carry it)."""
+        self._next_id += 1
+        self._running.add(self._next_id)
+        self._run.emit(self._next_id, question, str(db_path))
+        return self._next_id
+
+    def load_engine(self) -> None:
+        self._load.emit()
+
+    def set_engine_factory(self, factory: EngineFactory | None, episode_fn: EpisodeFn | None = None) -> None:
+        self.worker.set_engine_factory(factory, episode_fn)
+
+    def stop(self) -> None:
+        self.worker.cancel(self._next_id)
+
+    def drain(self) -> list[Item]:
+        items = self.worker.drain()
+        for item in items:
+            if isinstance(item, EpisodeDone):
+                self._running.discard(item.episode_id)
+        return items
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+    def is_busy(self) -> bool:
+        return shiboken6.isValid(self._thread) and self._thread.isRunning()
+
+    def shutdown(self, timeout_ms: int = 15_000) -> bool:
+        """Cancel the episode, close what the worker owns on its thread, stop and join the thread."""
+        if not self.is_busy():
+            return True
+        self.worker.cancel(self._next_id)
+        self._close.emit()
+        self._thread.quit()
+        return bool(self._thread.wait(timeout_ms))
+
+
+def episode_of(items: list[Item]) -> Episode | None:
+    """The finished episode among drained items, if any (for tests and callers)."""
+    for item in items:
+        if isinstance(item, tuple) and isinstance(item[1], EpisodeEnded):
+            return item[1].episode
+    return None

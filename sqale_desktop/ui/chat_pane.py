@@ -1,0 +1,193 @@
+"""The conversation with one database: episodes stacked in a scroll area, the question box below."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core.agent.events import Episode, Event
+from sqale_desktop.ui.episode_view import EpisodeView
+
+
+class QuestionBox(QPlainTextEdit):
+    """Where the question is typed; Enter asks, Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): Enter was pressed.
+    """
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Qt's name
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+class ChatPane(QWidget):
+    """Episodes of one conversation and the question box.
+
+    Signals:
+        ask_requested(str): the user asked this question.
+        stop_requested(): the user pressed Stop.
+        open_in_editor(str): answer SQL to put in the SQL editor.
+        copy_requested(str): SQL to copy.
+    """
+
+    ask_requested = Signal(str)
+    stop_requested = Signal()
+    open_in_editor = Signal(str)
+    copy_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._content = QWidget(self.scroll)
+        self._column = QVBoxLayout(self._content)
+        self._column.setContentsMargins(6, 6, 6, 6)
+        self.placeholder = QLabel(
+            "Ask a question about this database in plain words.\n"
+            "The agent explores the tables with tools, tests its query, and answers with SQL.",
+            self._content,
+        )
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setObjectName("chatPlaceholder")
+        self._column.addWidget(self.placeholder)
+        self._column.addStretch(1)
+        self.scroll.setWidget(self._content)
+        layout.addWidget(self.scroll, 1)
+
+        self.question = QuestionBox(self)
+        self.question.setPlaceholderText("Ask a question…  (Enter asks, Shift+Enter for a new line)")
+        self.question.setFixedHeight(self.question.fontMetrics().lineSpacing() * 3 + 14)
+        self.question.submitted.connect(self._submit)
+        self.ask_button = QPushButton("Ask", self)
+        self.ask_button.setDefault(True)
+        self.ask_button.clicked.connect(self._submit)
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop generation and the running query (Esc)")
+        self.stop_button.setEnabled(False)
+        self.stop_button.clicked.connect(self.stop_requested)
+        self.live = QLabel("", self)
+        self.live.setObjectName("liveStatus")
+        row = QHBoxLayout()
+        row.addWidget(self.question, 1)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.ask_button)
+        buttons.addWidget(self.stop_button)
+        row.addLayout(buttons)
+        layout.addWidget(self.live)
+        layout.addLayout(row)
+
+        self.episodes: list[EpisodeView] = []
+        self.current: EpisodeView | None = None
+        self._clock = QTimer(self)  # refreshes elapsed time while an episode runs
+        self._clock.setInterval(250)
+        self._clock.timeout.connect(self._tick)
+        self._ask_enabled = True
+        self._follow = True  # keep the newest output in view while the user has not scrolled up
+        bar = self.scroll.verticalScrollBar()
+        bar.rangeChanged.connect(self._range_changed)
+        bar.valueChanged.connect(self._value_changed)
+
+    # user actions ---------------------------------------------------------------------------
+    def _submit(self) -> None:
+        text = self.question.toPlainText().strip()
+        if not text or self.current is not None or not self._ask_enabled:
+            return
+        self.ask_requested.emit(text)
+
+    def set_ask_enabled(self, enabled: bool, reason: str = "") -> None:
+        """Asking needs a model; without one the pane says why and the rest still works."""
+        self._ask_enabled = enabled
+        self.ask_button.setEnabled(enabled and self.current is None)
+        self.ask_button.setToolTip("" if enabled else reason)
+        if not enabled and reason and self.current is None:
+            self.live.setText(reason)
+        elif enabled and self.current is None:
+            self.live.setText("")
+
+    def edit_question(self, text: str) -> None:
+        """Re-ask: put a question back in the box to edit and run again."""
+        self.question.setPlainText(text)
+        self.question.setFocus()
+        cursor = self.question.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.question.setTextCursor(cursor)
+
+    # episodes ---------------------------------------------------------------------------------
+    def add_episode(self, view: EpisodeView) -> EpisodeView:
+        self.placeholder.hide()
+        view.reask_requested.connect(self.edit_question)
+        view.open_in_editor.connect(self.open_in_editor)
+        view.copy_requested.connect(self.copy_requested)
+        self._column.insertWidget(self._column.count() - 1, view)
+        self.episodes.append(view)
+        self._scroll_to_end()
+        return view
+
+    def begin(self, question: str) -> EpisodeView:
+        """A new live episode: the pane is busy until ``end``."""
+        view = self.add_episode(EpisodeView(question, self._content))
+        self.current = view
+        self.question.clear()
+        self.ask_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
+        self._clock.start()
+        self._tick()
+        return view
+
+    def apply(self, events: list[Event]) -> None:
+        if self.current is None:
+            return
+        for event in events:
+            self.current.apply(event)
+        self.live.setText(self.current.progress.text())
+
+    def end(self, episode: Episode | None = None, error: str | None = None) -> None:
+        """The live episode is over (finished, stopped or failed); the pane is ready again."""
+        view = self.current
+        self.current = None
+        self._clock.stop()
+        if view is not None and view.answer is None:
+            view.finish(episode or Episode(question=view.question, db="", ended_by="error", error=error))
+        self.stop_button.setEnabled(False)
+        self.ask_button.setEnabled(self._ask_enabled)
+        self.live.setText(f"Error: {error}" if error else "")
+        self._scroll_to_end()
+
+    def _tick(self) -> None:
+        view = self.current
+        if view is None:
+            return
+        view.refresh_progress()
+        self.live.setText(view.progress.text())
+
+    def _range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.scroll.verticalScrollBar().setValue(maximum)
+
+    def _value_changed(self, value: int) -> None:
+        self._follow = value >= self.scroll.verticalScrollBar().maximum() - 40
+
+    def _scroll_to_end(self) -> None:
+        self._follow = True
+        bar = self.scroll.verticalScrollBar()
+        bar.setValue(bar.maximum())

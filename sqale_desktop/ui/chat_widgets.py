@@ -1,0 +1,291 @@
+"""The pieces of one episode in the chat: thinking text, tool cards, the answer card.
+
+Widget count stays bounded: one text widget per turn receives every text delta by appending at the
+end (never one widget per delta), one card per tool call (a turn holds a handful), one answer card
+per episode.  Tool results are rendered for people from the structured payload when there is one
+(a table for rows, the CREATE statement highlighted, the join path as a chain) and fall back to
+the text the model saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontDatabase, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core.tools.payloads import (
+    DDLPayload,
+    ForeignKeysPayload,
+    JoinPathPayload,
+    RowsPayload,
+    SubmittedPayload,
+    TablesPayload,
+)
+from sqale_desktop.ui.result_model import ResultTableModel
+from sqale_desktop.ui.sql_editor import SqlEditor
+from sqale_desktop.ui.sql_highlight import format_sql
+
+MAX_CARD_ROWS = 12
+ENDED_BY_TEXT = {
+    "submit_sql": "submitted by the model",
+    "final_turn": "answered in the final turn",
+    "fallback_to_last_working_query": "fell back to the last query that ran",
+    "no_answer": "no answer",
+    "cancelled": "stopped",
+    "error": "failed",
+}
+
+
+def _card_frame(widget: QFrame, name: str) -> None:
+    widget.setObjectName(name)
+    widget.setFrameShape(QFrame.Shape.StyledPanel)
+    widget.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+
+
+def _fit_text_height(edit: QPlainTextEdit, max_lines: int) -> None:
+    lines = max(1, min(max_lines, edit.document().blockCount()))
+    height = edit.fontMetrics().lineSpacing() * lines + 2 * edit.frameWidth() + 10
+    edit.setFixedHeight(height)
+
+
+class ThinkingBox(QWidget):
+    """A turn's streamed text: thinking in grey italics, the rest plain; collapsible."""
+
+    MAX_LINES = 12
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.toggle = QToolButton(self)
+        self.toggle.setText("Thinking")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(True)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setAutoRaise(True)
+        self.toggle.toggled.connect(self.set_expanded)
+        self.text = QPlainTextEdit(self)
+        self.text.setReadOnly(True)
+        self.text.setObjectName("thinking")
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.text.setMaximumBlockCount(2000)  # a runaway turn cannot grow the document without bound
+        layout.addWidget(self.toggle)
+        layout.addWidget(self.text)
+        self._think = QTextCharFormat()
+        self._think.setFontItalic(True)
+        self._think.setForeground(self.palette().placeholderText())
+        self._answer = QTextCharFormat()
+        self._chars = 0
+        _fit_text_height(self.text, 2)
+
+    def append(self, text: str, phase: str) -> None:
+        cursor = self.text.textCursor()
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text, self._think if phase == "think" else self._answer)
+        self._chars += len(text)
+        self.toggle.setText(f"Thinking ({self._chars:,} characters)")
+        _fit_text_height(self.text, self.MAX_LINES)
+        bar = self.text.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def plain_text(self) -> str:
+        return self.text.toPlainText()
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.toggle.setChecked(expanded)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self.text.setVisible(expanded)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+
+def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QWidget) -> QTableView:
+    view = QTableView(parent)
+    model = ResultTableModel(None, list(rows)[:MAX_CARD_ROWS], view, columns=columns)
+    view.setModel(model)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    view.horizontalHeader().setStretchLastSection(True)
+    row_height = view.verticalHeader().defaultSectionSize()
+    shown = max(1, model.rowCount())
+    view.setFixedHeight(view.horizontalHeader().sizeHint().height() + row_height * shown + 4)
+    view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return view
+
+
+def _label(text: str, parent: QWidget, name: str, mono: bool = False) -> QLabel:
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    label.setObjectName(name)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    if mono:
+        label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    return label
+
+
+def _sql_view(sql: str, parent: QWidget, max_lines: int = 14) -> SqlEditor:
+    editor = SqlEditor(parent, read_only=True)
+    editor.set_sql(sql)
+    _fit_text_height(editor, max_lines)
+    return editor
+
+
+def _rows_view(rows: RowsPayload, parent: QWidget) -> QWidget:
+    box = QWidget(parent)
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(_rows_table(rows.columns, rows.rows, box))
+    shown = min(len(rows.rows), MAX_CARD_ROWS)
+    more = "+" if rows.truncated else ""
+    layout.addWidget(
+        _label(
+            f"{rows.row_count:,}{more} row{'' if rows.row_count == 1 else 's'}"
+            + (f", first {shown} shown" if shown < rows.row_count else ""),
+            box,
+            "rowsNote",
+        )
+    )
+    return box
+
+
+def join_chain(payload: JoinPathPayload) -> str:
+    """``a —(a.x = b.y)→ b —(…)→ c``: the join path as people read it."""
+    if not payload.joins:
+        return " → ".join(payload.tables)
+    parts = [payload.joins[0].from_table]
+    for step in payload.joins:
+        on = " AND ".join(f"{step.from_table}.{a} = {step.to_table}.{b}" for a, b in step.on)
+        parts.append(f" —({on})→ {step.to_table}" if on else f" → {step.to_table}")
+    return "".join(parts)
+
+
+def _payload_view(payload: Any, output: str, parent: QWidget) -> QWidget:
+    """The people-readable form of a tool result, chosen by the payload's type."""
+    if isinstance(payload, RowsPayload):
+        return _rows_view(payload, parent)
+    if isinstance(payload, DDLPayload):
+        return _sql_view(payload.sql, parent)
+    if isinstance(payload, JoinPathPayload) and payload.tables:
+        return _label(join_chain(payload), parent, "chain")
+    if isinstance(payload, TablesPayload):
+        return _label(", ".join(payload.names) or "(no tables)", parent, "tables")
+    if isinstance(payload, ForeignKeysPayload):
+        return _label("\n".join(payload.lines) or "(no foreign keys)", parent, "foreignKeys", mono=True)
+    if isinstance(payload, SubmittedPayload):
+        box = QWidget(parent)
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(_sql_view(format_sql(payload.sql), box))
+        if payload.result is not None:
+            layout.addWidget(_rows_view(payload.result, box))
+        return box
+    text = QPlainTextEdit(parent)
+    text.setReadOnly(True)
+    text.setPlainText(output)
+    _fit_text_height(text, 10)
+    return text
+
+
+class ToolCard(QFrame):
+    """One tool call: the tool, its arguments, and (when it arrives) its result."""
+
+    def __init__(self, tool: str, args: dict[str, Any], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        _card_frame(self, "toolCard")
+        self.tool = tool
+        self.args = args
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        shown_args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+        self.title = QLabel(f"<b>{tool}</b>({_escape(shown_args)})", self)
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.status = QLabel("running…", self)
+        self.status.setObjectName("toolStatus")
+        head = QHBoxLayout()
+        head.addWidget(self.title, 1)
+        head.addWidget(self.status)
+        layout.addLayout(head)
+        self.result_view: QWidget | None = None
+        self.ok: bool | None = None
+
+    def set_result(self, output: str, ok: bool, seconds: float, payload: Any) -> None:
+        self.ok = ok
+        self.status.setText(f"{'ok' if ok else 'error'} · {seconds * 1000:.0f} ms")
+        self.result_view = _payload_view(payload if ok else None, output, self)
+        layout = self.layout()
+        assert layout is not None
+        layout.addWidget(self.result_view)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class AnswerCard(QFrame):
+    """The end of an episode: formatted SQL, how it ended, row count, speed.
+
+    Signals:
+        open_in_editor(str): the user wants this SQL in the editor (to edit and rerun).
+        copy_requested(str): copy this SQL to the clipboard.
+    """
+
+    open_in_editor = Signal(str)
+    copy_requested = Signal(str)
+
+    def __init__(self, sql: str | None, ended_by: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        _card_frame(self, "answerCard")
+        self.sql = format_sql(sql) if sql else ""
+        self.ended_by = ended_by
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        self.heading = QLabel(f"<b>Answer</b> — {ENDED_BY_TEXT.get(ended_by, ended_by)}", self)
+        layout.addWidget(self.heading)
+        self.editor: SqlEditor | None = None
+        if self.sql:
+            self.editor = SqlEditor(self, read_only=True)
+            self.editor.set_sql(self.sql)
+            _fit_text_height(self.editor, 16)
+            layout.addWidget(self.editor)
+        self.details = QLabel("", self)
+        self.details.setObjectName("answerDetails")
+        layout.addWidget(self.details)
+        buttons = QHBoxLayout()
+        self.open_button = QPushButton("Open in editor", self)
+        self.copy_button = QPushButton("Copy SQL", self)
+        self.open_button.setEnabled(bool(self.sql))
+        self.copy_button.setEnabled(bool(self.sql))
+        self.open_button.clicked.connect(lambda: self.open_in_editor.emit(self.sql))
+        self.copy_button.clicked.connect(lambda: self.copy_requested.emit(self.sql))
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(self.copy_button)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+
+    def set_details(self, text: str) -> None:
+        self.details.setText(text)

@@ -1,0 +1,143 @@
+"""One open database: its schema tree, its conversation and its SQL editor with the result grid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+
+from sqale_desktop.core.db.connection import ReadOnlyDatabase
+from sqale_desktop.core.db.identifiers import quote_identifier
+from sqale_desktop.core.db.introspect import Schema
+from sqale_desktop.ui.chat_pane import ChatPane
+from sqale_desktop.ui.schema_tree import SchemaModel, SchemaTree, count_rows_job
+from sqale_desktop.ui.sql_highlight import format_sql
+from sqale_desktop.ui.sql_panel import SqlPanel
+from sqale_desktop.ui.workers import JobContext, TaskPool
+
+
+class DatabasePage(QWidget):
+    """Schema | chat | SQL, side by side, for one database.
+
+    Signals:
+        copied(str): text was put on the clipboard (for the status bar).
+        damaged(str): the integrity check found problems (the first few, for people).
+    """
+
+    copied = Signal(str)
+    damaged = Signal(str)
+
+    def __init__(
+        self,
+        db: ReadOnlyDatabase,
+        schema: Schema,
+        pool: TaskPool,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.db = db
+        self.path: Path = db.path
+        self.conversation_id: int | None = None
+        self._pool = pool
+        self._count_job: JobContext | None = None
+        self._check_job: JobContext | None = None
+
+        self.schema_model = SchemaModel(self)
+        self.schema_model.set_schema(schema)
+        self.schema_tree = SchemaTree(self.schema_model, self)
+        self.schema_tree.table_activated.connect(self.preview_table)
+        schema_box = QWidget(self)
+        schema_layout = QVBoxLayout(schema_box)
+        schema_layout.setContentsMargins(0, 0, 0, 0)
+        title = QLabel(f"<b>{db.name}</b>", schema_box)
+        title.setToolTip(str(db.path))
+        schema_layout.addWidget(title)
+        if db.notes:
+            note = QLabel("ⓘ " + "; ".join(db.notes), schema_box)
+            note.setWordWrap(True)
+            note.setObjectName("dbNote")
+            schema_layout.addWidget(note)
+        schema_layout.addWidget(self.schema_tree, 1)
+
+        self.chat = ChatPane(self)
+        self.sql = SqlPanel(db, pool, self)
+        self.chat.open_in_editor.connect(self.open_sql)
+        self.chat.copy_requested.connect(self.copy_text)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.addWidget(schema_box)
+        splitter.addWidget(self.chat)
+        splitter.addWidget(self.sql)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(2, 3)
+        splitter.setSizes([230, 520, 520])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter)
+        self.count_rows()
+        self.check_integrity()
+
+    def check_integrity(self) -> None:
+        """Run ``PRAGMA quick_check`` in the background: a file whose schema reads fine can still be
+        damaged further in, and people should know before trusting its answers."""
+        db = self.db
+
+        def job(ctx: JobContext) -> list[str]:
+            ctx.on_cancel(db.interrupt)
+            result = db.execute("PRAGMA quick_check(20)", max_rows=20)
+            return [str(row[0]) for row in result.rows]
+
+        def done(lines: list[str]) -> None:
+            if lines and lines != ["ok"]:
+                problems = "; ".join(line.replace("\n", " ") for line in lines[:3])
+                self.damaged.emit(
+                    f"{db.name} is damaged (SQLite's integrity check: {problems}). "
+                    "Answers may be wrong or incomplete."
+                )
+
+        def failed(exc: BaseException) -> None:
+            from sqale_desktop.core.db.errors import CorruptDatabase, QueryInterrupted, QueryTimeout
+
+            if isinstance(exc, CorruptDatabase):
+                self.damaged.emit(str(exc))
+            elif not isinstance(exc, QueryTimeout | QueryInterrupted):
+                self.damaged.emit(f"The integrity check of {db.name} failed: {exc}")
+
+        self._check_job = self._pool.start(job, finished=done, failed=failed)
+
+    def count_rows(self) -> None:
+        """Fill in row counts in the background, one table after another."""
+        tables = self.schema_model.countable_tables()
+        if not tables:
+            return
+        model = self.schema_model
+        self._count_job = self._pool.start(
+            count_rows_job(self.db, tables),
+            progress=lambda item: model.set_row_count(item[0], item[1]),
+        )
+
+    def open_sql(self, sql: str, run: bool = True) -> None:
+        """Put SQL in the editor (an answer to edit and rerun), formatted, and run it."""
+        self.sql.editor.set_sql(format_sql(sql))
+        if run:
+            self.sql.run()
+
+    def preview_table(self, table: str) -> None:
+        self.open_sql(f"SELECT * FROM {quote_identifier(table)}")
+
+    def copy_text(self, text: str) -> None:
+        QGuiApplication.clipboard().setText(text)
+        self.copied.emit(text)
+
+    def stop_queries(self) -> None:
+        self.sql.stop()
+
+    def close_database(self) -> None:
+        """Cancel this page's jobs and close the connection (the pool is waited on by the window)."""
+        for job in (self._count_job, self._check_job):
+            if job is not None:
+                job.request_cancel()
+        self.sql.stop()

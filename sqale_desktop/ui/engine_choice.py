@@ -1,0 +1,90 @@
+"""Which engine the settings ask for, as a factory the agent thread calls (the model loads there).
+
+Nothing heavy happens here: llama_cpp is imported and the model loaded only when the factory runs,
+on the agent thread.  Without an installed model there is no factory, and the window says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
+from sqale_desktop.core.engines.base import Engine, SamplingParams
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.agent_runner import EngineFactory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineChoice:
+    """A factory (``None`` when no model is usable), a line for the status bar, the protocol."""
+
+    factory: EngineFactory | None
+    description: str
+    protocol: AgentProtocol
+
+
+def _sampling(settings: Settings, protocol: AgentProtocol) -> AgentProtocol:
+    """The user's sampling settings over the protocol's (which come from generation_config)."""
+    sampling = SamplingParams(
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        top_k=settings.top_k,
+        min_p=settings.min_p,
+        repeat_penalty=protocol.sampling.repeat_penalty,
+        seed=protocol.sampling.seed,
+    )
+    return dataclasses.replace(protocol, sampling=sampling, context_tokens=settings.n_ctx)
+
+
+def _installed_model(settings: Settings) -> Any:
+    from sqale_desktop.core.models.registry import Registry
+
+    registry = Registry()
+    if settings.model_id:
+        record = registry.find(settings.model_id)
+        if record is not None and Path(record.path).is_file():
+            return record
+    for record in registry.list():
+        if Path(record.path).is_file():
+            return record
+    return None
+
+
+def engine_choice(settings: Settings) -> EngineChoice:
+    """Build the choice for ``settings``; never raises (a broken registry means "no model")."""
+    if settings.engine == "openai":
+        from sqale_desktop.core import secrets
+
+        url = settings.server_url
+
+        def server() -> Engine:
+            from sqale_desktop.core.engines.openai_http import OpenAIHttpEngine
+
+            engine: Engine = OpenAIHttpEngine(url, api_key=secrets.get_secret(secrets.SERVER_API_KEY))
+            return engine
+
+        return EngineChoice(server, f"server {url}", _sampling(settings, AgentProtocol()))
+    try:
+        record = _installed_model(settings)
+    except Exception as exc:  # a corrupt registry: the model manager shows it; here, no model
+        log.warning("model registry unreadable: %s", exc)
+        record = None
+    if record is None:
+        return EngineChoice(None, "no model installed", _sampling(settings, AgentProtocol()))
+    agent_file = record.extras.get("sqale_agent.py") or record.extras.get("generation_config.json")
+    protocol = load_protocol(Path(agent_file).parent if agent_file else None)
+    path, n_ctx, layers, threads = record.path, settings.n_ctx, settings.gpu_layers, settings.n_threads
+
+    def local() -> Engine:
+        from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+
+        engine: Engine = LlamaEngine(path, n_ctx=n_ctx, n_gpu_layers=layers, n_threads=threads or None)
+        return engine
+
+    return EngineChoice(local, f"{record.name} (not loaded yet)", _sampling(settings, protocol))

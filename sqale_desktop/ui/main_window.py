@@ -1,0 +1,543 @@
+"""The main window: open databases in tabs, each with its conversation; the agent; the status bar.
+
+Opening a file runs on the pool (the file is checked, opened read-only and its schema read), so a
+slow disk never freezes the window; a file that cannot be used leaves a clear message in the
+banner at the top, not a dialog box in the way and not a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core import settings as settings_mod
+from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
+from sqale_desktop.core.db.introspect import Schema, load_schema
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeDone, EpisodeFailed, EpisodeFn
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.episode_view import EpisodeView
+from sqale_desktop.ui.workers import JobContext, TaskPool
+
+log = logging.getLogger(__name__)
+
+EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
+"""Settings -> (engine factory or None, status-bar description, episode function)."""
+
+DRAIN_INTERVAL_MS = 40
+"""How often streamed events are applied: 25 times a second is smooth and bounds the UI's work."""
+
+
+@dataclass
+class _Live:
+    page: DatabasePage
+    view: EpisodeView
+    entry_id: int | None
+
+
+class MainWindow(QMainWindow):
+    """Everything the user sees.
+
+    Signals:
+        database_opened(object): a DatabasePage is ready.
+        open_failed(str): the message shown for a file that could not be opened.
+        episode_finished(object): the Episode (or None when it could not run at all).
+    """
+
+    database_opened = Signal(object)
+    open_failed = Signal(str)
+    episode_finished = Signal(object)
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        engine_factory: EngineFactory | None = None,
+        episode_fn: EpisodeFn | None = None,
+        history: Any = None,
+        resolve_engine: EngineResolver | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._resolve_engine = resolve_engine
+        self.setWindowTitle("SQaLe Desktop")
+        self.resize(1360, 840)
+        self.setAcceptDrops(True)
+        self.settings = settings or settings_mod.load().settings
+        self.history = history
+        self.pool = TaskPool(max_threads=3, parent=self)
+        from sqale_desktop.ui.episodes import default_episode_fn, open_tool_database
+
+        time_limit = self.settings.query_time_limit_s
+        self.runner = AgentRunner(
+            engine_factory,
+            episode_fn or default_episode_fn(self.settings),
+            lambda path: open_tool_database(path, time_limit),
+            self,
+        )
+        self.runner.items_ready.connect(self._schedule_drain)
+        self.runner.engine_state.connect(self._engine_state)
+        self._live: dict[int, _Live] = {}
+        self._drain_timer = QTimer(self)
+        self._drain_timer.setSingleShot(True)
+        self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
+        self._drain_timer.timeout.connect(self.drain)
+        self._opening: dict[Path, JobContext] = {}
+        self._closed = False
+        self.has_engine = engine_factory is not None
+
+        self._build_ui()
+        self._build_menus()
+        self.refresh_recent_menu()
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
+        if not self.has_engine:
+            self._engine_state(
+                "failed", "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
+            )
+
+    # layout ---------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        central = QWidget(self)
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.banner = QWidget(central)
+        self.banner.setObjectName("errorBanner")
+        self.banner.setAutoFillBackground(True)
+        self.banner.setStyleSheet(
+            "#errorBanner { background: #b3261e; } #errorBanner QLabel { color: white; }"
+        )
+        banner_layout = QHBoxLayout(self.banner)
+        banner_layout.setContentsMargins(10, 6, 10, 6)
+        self.banner_label = QLabel("", self.banner)
+        self.banner_label.setWordWrap(True)
+        self.banner_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        dismiss = QPushButton("Dismiss", self.banner)
+        dismiss.clicked.connect(self.banner.hide)
+        banner_layout.addWidget(self.banner_label, 1)
+        banner_layout.addWidget(dismiss)
+        self.banner.hide()
+        self.offer = QWidget(central)
+        self.offer.setObjectName("modelOffer")
+        offer_layout = QHBoxLayout(self.offer)
+        offer_layout.setContentsMargins(10, 6, 10, 6)
+        offer_label = QLabel(
+            "No model is installed yet. Browsing and SQL work now; to ask questions in plain words, "
+            "download the SQaLe model (about 1.2 GB).",
+            self.offer,
+        )
+        offer_label.setWordWrap(True)
+        download = QPushButton("Download the model…", self.offer)
+        download.clicked.connect(self.show_models)
+        later = QPushButton("Later", self.offer)
+        later.clicked.connect(self.offer.hide)
+        offer_layout.addWidget(offer_label, 1)
+        offer_layout.addWidget(download)
+        offer_layout.addWidget(later)
+        self.offer.hide()
+        self.tabs = QTabWidget(central)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.tabCloseRequested.connect(self.close_tab)
+        self.tabs.currentChanged.connect(lambda _i: self._refresh_ask_state())
+        self.empty = QLabel(
+            "<h2>No database open</h2><p>Open a SQLite file with <b>Ctrl+O</b>, drop one here, "
+            "or pick one from File → Open Recent.</p>",
+            central,
+        )
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.offer)
+        layout.addWidget(self.tabs, 1)
+        layout.addWidget(self.empty, 1)
+        self.tabs.hide()
+        self.setCentralWidget(central)
+
+        bar = self.statusBar()
+        self.model_label = QLabel("", self)
+        self.model_label.setObjectName("modelStatus")
+        self.model_progress = QProgressBar(self)
+        self.model_progress.setMaximumWidth(140)
+        self.model_progress.setTextVisible(False)
+        self.model_progress.hide()
+        self.context_label = QLabel("", self)
+        self.context_label.setObjectName("contextStatus")
+        self.message_label = QLabel("", self)
+        bar.addWidget(self.message_label, 1)
+        bar.addPermanentWidget(self.context_label)
+        bar.addPermanentWidget(self.model_progress)
+        bar.addPermanentWidget(self.model_label)
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        open_action = QAction("&Open Database…", self)
+        open_action.setShortcut(QKeySequence.StandardKey.Open)
+        open_action.triggered.connect(self.ask_open)
+        file_menu.addAction(open_action)
+        self.recent_menu = QMenu("Open &Recent", self)
+        file_menu.addMenu(self.recent_menu)
+        demo_action = QAction("Open the &Demo Shop", self)
+        demo_action.triggered.connect(self.open_demo)
+        file_menu.addAction(demo_action)
+        close_action = QAction("&Close Database", self)
+        close_action.setShortcut(QKeySequence.StandardKey.Close)
+        close_action.triggered.connect(lambda: self.close_tab(self.tabs.currentIndex()))
+        file_menu.addAction(close_action)
+        file_menu.addSeparator()
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+        tools = self.menuBar().addMenu("&Tools")
+        settings_action = QAction("&Settings…", self)
+        settings_action.triggered.connect(self.show_settings)
+        tools.addAction(settings_action)
+        models_action = QAction("&Models…", self)
+        models_action.triggered.connect(self.show_models)
+        tools.addAction(models_action)
+        self.stop_action = QAction("S&top", self)
+        self.stop_action.triggered.connect(self.stop)
+        tools.addAction(self.stop_action)
+
+    # databases ------------------------------------------------------------------------------
+    def pages(self) -> list[DatabasePage]:
+        return [p for i in range(self.tabs.count()) if isinstance(p := self.tabs.widget(i), DatabasePage)]
+
+    def current_page(self) -> DatabasePage | None:
+        page = self.tabs.currentWidget()
+        return page if isinstance(page, DatabasePage) else None
+
+    def ask_open(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open SQLite database",
+            "",
+            "SQLite databases (*.sqlite *.sqlite3 *.db *.db3 *.anki2);;All files (*)",
+        )
+        if name:
+            self.open_database(Path(name))
+
+    def open_demo(self) -> None:
+        from sqale_desktop.core.demo import ensure_demo_database
+
+        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database")
+
+    def open_job(self, make_path: Any, what: str) -> None:
+        """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns."""
+        self.show_message(f"Preparing {what}…")
+        self.pool.start(make_path, finished=self.open_database, failed=lambda exc: self.show_error(str(exc)))
+
+    def open_database(self, path: Path) -> None:
+        """Open ``path`` on the pool; a database already open is brought to the front."""
+        path = Path(path).expanduser()
+        for index, page in enumerate(self.pages()):
+            if _same_file(page.path, path):
+                self.tabs.setCurrentIndex(index)
+                return
+        if path in self._opening:
+            return
+        time_limit = self.settings.query_time_limit_s
+
+        def job(_ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema]:
+            db = open_readonly(path, time_limit_s=time_limit)
+            try:
+                return db, load_schema(db)
+            except BaseException:
+                db.close()
+                raise
+
+        self.show_message(f"Opening {path.name}…")
+        self._opening[path] = self.pool.start(
+            job,
+            finished=lambda result: self._opened(path, *result),
+            failed=lambda exc: self._open_failed(path, exc),
+        )
+
+    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema) -> None:
+        self._opening.pop(path, None)
+        if self._closed:
+            db.close()
+            return
+        page = DatabasePage(db, schema, self.pool, self)
+        page.chat.ask_requested.connect(lambda question, p=page: self.ask(p, question))
+        page.chat.stop_requested.connect(self.stop)
+        page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
+        page.damaged.connect(self.show_error)
+        page.sql.query_finished.connect(lambda model, p=page: self._record_rerun(p, model))
+        index = self.tabs.addTab(page, db.name)
+        self.tabs.setTabToolTip(index, str(db.path))
+        self.tabs.setCurrentIndex(index)
+        self.tabs.show()
+        self.empty.hide()
+        self.banner.hide()
+        self.settings.add_recent_database(str(path))
+        self._save_settings()
+        self.refresh_recent_menu()
+        self._restore_conversation(page)
+        self._refresh_ask_state()
+        self.show_message(f"Opened {db.name}: {len(schema.visible())} tables and views.")
+        self.database_opened.emit(page)
+
+    def _open_failed(self, path: Path, exc: BaseException) -> None:
+        self._opening.pop(path, None)
+        self.show_error(f"Could not open {path.name}: {exc}")
+        self.open_failed.emit(str(exc))
+
+    def close_tab(self, index: int) -> None:
+        page = self.tabs.widget(index)
+        if not isinstance(page, DatabasePage):
+            return
+        for live in self._live.values():
+            if live.page is page:
+                self.stop()
+        page.close_database()
+        self.tabs.removeTab(index)
+        page.setParent(None)
+        page.deleteLater()
+        if self.tabs.count() == 0:
+            self.tabs.hide()
+            self.empty.show()
+
+    def refresh_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for entry in self.settings.recent_databases:
+            action = self.recent_menu.addAction(entry)
+            action.triggered.connect(lambda _checked=False, p=entry: self.open_database(Path(p)))
+        self.recent_menu.setEnabled(bool(self.settings.recent_databases))
+
+    # drag and drop --------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_database(Path(url.toLocalFile()))
+        event.acceptProposedAction()
+
+    # the agent ------------------------------------------------------------------------------
+    def ask(self, page: DatabasePage, question: str) -> int | None:
+        """Start an episode for ``question`` on ``page``'s database; returns its id."""
+        if self.runner.busy or not self.has_engine:
+            return None
+        entry_id = None
+        if self.history is not None and page.conversation_id is not None:
+            try:
+                entry_id = self.history.add_question(page.conversation_id, question)
+            except Exception as exc:  # history trouble must not stop the question
+                log.warning("could not record the question: %s", exc)
+        view = page.chat.begin(question)
+        episode_id = self.runner.ask(question, page.path)
+        self._live[episode_id] = _Live(page, view, entry_id)
+        self.context_label.setText("")
+        self._refresh_ask_state()
+        return episode_id
+
+    def stop(self) -> None:
+        """Esc / Stop: cancel generation and the running queries together."""
+        if self.runner.busy:
+            self.runner.stop()
+            self.show_message("Stopping…")
+        page = self.current_page()
+        if page is not None:
+            page.stop_queries()
+
+    def _schedule_drain(self) -> None:
+        if not self._drain_timer.isActive():
+            self._drain_timer.start()
+
+    def drain(self) -> None:
+        """Apply what the agent thread produced since the last drain."""
+        items = self.runner.drain()
+        batch: dict[int, list[Event]] = {}
+        for item in items:
+            if isinstance(item, tuple):
+                episode_id, event = item
+                batch.setdefault(episode_id, []).append(event)
+                if isinstance(event, BudgetUpdated):
+                    self.context_label.setText(
+                        f"context {event.episode_tokens:,} / {self.settings.n_ctx:,} tokens"
+                    )
+                continue
+            self._flush(batch)
+            batch = {}
+            if isinstance(item, EpisodeFailed):
+                self._episode_over(item.episode_id, None, str(item.error) or type(item.error).__name__)
+            elif isinstance(item, EpisodeDone):
+                self._episode_over(item.episode_id, None, None)
+        self._flush(batch)
+        self._refresh_ask_state()
+
+    def _flush(self, batch: dict[int, list[Event]]) -> None:
+        for episode_id, events in batch.items():
+            live = self._live.get(episode_id)
+            if live is None:
+                continue
+            live.page.chat.apply(events)
+            for event in events:
+                if isinstance(event, EpisodeEnded):
+                    self._episode_over(episode_id, event.episode, None)
+
+    def _episode_over(self, episode_id: int, episode: Episode | None, error: str | None) -> None:
+        live = self._live.pop(episode_id, None)
+        if live is None:
+            return
+        if live.page.chat.current is live.view:
+            live.page.chat.end(episode, error)
+        if episode is not None and live.entry_id is not None and self.history is not None:
+            try:
+                self.history.finish_episode(live.entry_id, episode)
+            except Exception as exc:
+                log.warning("could not save the episode: %s", exc)
+        if episode is not None and episode.sql and episode.ended_by not in ("cancelled", "error"):
+            live.page.open_sql(episode.sql)
+        if error:
+            self.show_message(f"The episode could not run: {error}")
+        elif episode is not None:
+            self.show_message("Stopped." if episode.ended_by == "cancelled" else "Answer ready.")
+        self.episode_finished.emit(episode)
+
+    def _refresh_ask_state(self) -> None:
+        reason = "" if self.has_engine else "No model installed: Tools → Models… to download one."
+        for page in self.pages():
+            page.chat.set_ask_enabled(self.has_engine and not self.runner.busy, reason)
+
+    def _engine_state(self, state: str, text: str) -> None:
+        if state == "loading":
+            self.model_progress.setRange(0, 0)
+            self.model_progress.show()
+            self.model_label.setText(f"Model: {text}")
+        elif state == "ready":
+            self.model_progress.hide()
+            self.model_label.setText(f"Model loaded · {text}")
+        else:
+            self.model_progress.hide()
+            self.model_label.setText(f"Model: {text}")
+
+    def set_engine_factory(
+        self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None
+    ) -> None:
+        """Use another engine (settings changed, a model was installed); loads on next use."""
+        self.has_engine = factory is not None
+        self.runner.set_engine_factory(factory, episode_fn)
+        if factory is None:
+            self._engine_state("failed", "no model installed")
+        else:
+            self.model_label.setText(f"Model: {description or 'not loaded yet'}")
+        self._refresh_ask_state()
+
+    # history --------------------------------------------------------------------------------
+    def _restore_conversation(self, page: DatabasePage) -> None:
+        if self.history is None:
+            return
+        try:
+            conversation = self.history.conversation_for(page.path.resolve(), title=page.path.name)
+            page.conversation_id = conversation.id
+            entries = self.history.entries(conversation.id)
+        except Exception as exc:
+            self.show_error(f"Could not read the conversation history: {exc}")
+            return
+        for entry in entries:
+            if entry.kind != "question":
+                continue
+            if entry.episode is not None:
+                page.chat.add_episode(EpisodeView.from_record(entry.episode))
+            else:
+                stub = Episode(
+                    question=entry.question or "",
+                    db=str(page.path),
+                    sql=entry.sql,
+                    ended_by="error",
+                    error=entry.error or "interrupted: the app closed while this episode ran",
+                )
+                page.chat.add_episode(EpisodeView.from_record(stub))
+
+    def _record_rerun(self, page: DatabasePage, model: Any) -> None:
+        del page, model  # reruns are stored by the history owner when it supports them
+
+    # messages -------------------------------------------------------------------------------
+    def show_error(self, text: str) -> None:
+        self.banner_label.setText(text)
+        self.banner.show()
+        self.show_message(text)
+
+    def show_message(self, text: str) -> None:
+        self.message_label.setText(text)
+
+    def _save_settings(self) -> None:
+        try:
+            settings_mod.save(self.settings)
+        except OSError as exc:
+            self.show_message(f"Could not save settings: {exc}")
+
+    # dialogs --------------------------------------------------------------------------------
+    def show_settings(self) -> None:
+        from sqale_desktop.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self.settings, self)
+        if dialog.exec():
+            self.settings = dialog.result_settings()
+            self._save_settings()
+            self.settings_changed()
+
+    def settings_changed(self) -> None:
+        """Rebuild the engine from the settings (a new model, another server)."""
+        if self._resolve_engine is not None:
+            self.set_engine_factory(*self._resolve_engine(self.settings))
+
+    def show_models(self) -> None:
+        from sqale_desktop.ui.model_manager import ModelManagerDialog
+
+        dialog = ModelManagerDialog(self.pool, self)
+        dialog.exec()
+        self.settings_changed()
+
+    def offer_model_download(self) -> None:
+        """First run without a model: say so where it cannot be missed, with a way to fix it."""
+        self.offer.show()
+
+    # closing --------------------------------------------------------------------------------
+    def shutdown(self) -> bool:
+        """Cancel and join every worker: the agent thread and the pool."""
+        if self._closed:
+            return True
+        self._closed = True
+        self._drain_timer.stop()
+        for page in self.pages():
+            page.close_database()
+        agent_ok = self.runner.shutdown()
+        pool_ok = self.pool.shutdown()
+        for page in self.pages():
+            page.db.close()
+        return agent_ok and pool_ok
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b

@@ -1,0 +1,289 @@
+"""The SQL editor and the result grid of one database.
+
+Ctrl+Enter runs the statement on the pool: the job opens a paged cursor and fetches the first
+page, so a slow statement never blocks the UI; later pages are fetched by the grid's model as the
+user scrolls (a page of an already-running statement is quick).  A statement that is not
+read-only is refused by the core's guard, and the reason is shown under the editor.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core.db.connection import ReadOnlyDatabase
+from sqale_desktop.core.db.cursor import QueryCursor
+from sqale_desktop.ui.export import ExportFormat, export_rows
+from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
+from sqale_desktop.ui.sql_editor import SqlEditor
+from sqale_desktop.ui.workers import JobContext, TaskPool
+
+GRID_ROW_CAP = 1_000_000
+"""Rows the grid will page through before saying "truncated" (exports are not capped)."""
+
+
+class ResultGrid(QTableView):
+    """The grid: sortable, Ctrl+C copies the selection as TSV.
+
+    Signals:
+        copied(str): the text put on the clipboard.
+    """
+
+    copied = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSortingEnabled(True)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.horizontalHeader().setSortIndicatorShown(True)
+        self.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        QShortcut(
+            QKeySequence.StandardKey.Copy,
+            self,
+            self.copy_selection,
+            context=Qt.ShortcutContext.WidgetShortcut,
+        )
+
+    def copy_selection(self) -> str:
+        model = self.model()
+        if not isinstance(model, ResultTableModel):
+            return ""
+        indexes: list[QModelIndex] = list(self.selectedIndexes())
+        text = model.tsv(indexes, with_header=len({i.row() for i in indexes}) > 1)
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.copied.emit(text)
+        return text
+
+
+class SqlPanel(QWidget):
+    """Editor, buttons, a message line and the grid for one open database.
+
+    Signals:
+        query_finished(object): a ResultTableModel with the first page loaded.
+        query_failed(str): the message (refusals say why the statement is not read-only).
+        export_finished(str, int): path and number of rows written.
+        export_failed(str): the message.
+    """
+
+    query_finished = Signal(object)
+    query_failed = Signal(str)
+    export_finished = Signal(str, int)
+    export_failed = Signal(str)
+
+    def __init__(self, db: ReadOnlyDatabase, pool: TaskPool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.db = db
+        self._pool = pool
+        self._job: JobContext | None = None
+        self._generation = 0
+        self._last_sql = ""
+        self.model: ResultTableModel | None = None
+
+        self.editor = SqlEditor(self)
+        self.editor.run_requested.connect(self.run)
+        self.run_button = QPushButton("Run", self)
+        self.run_button.setToolTip("Run the statement (Ctrl+Enter)")
+        self.run_button.clicked.connect(self.run)
+        self.format_button = QPushButton("Format", self)
+        self.format_button.clicked.connect(self.editor.format)
+        self.copy_button = QPushButton("Copy SQL", self)
+        self.copy_button.setToolTip("Copy the SQL (Ctrl+Shift+C)")
+        self.copy_button.clicked.connect(self.copy_sql)
+        self.csv_button = QPushButton("Export CSV…", self)
+        self.csv_button.clicked.connect(lambda: self.ask_export("csv"))
+        self.json_button = QPushButton("Export JSON…", self)
+        self.json_button.clicked.connect(lambda: self.ask_export("json"))
+        self.message = QLabel("", self)
+        self.message.setObjectName("sqlMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.grid = ResultGrid(self)
+
+        buttons = QHBoxLayout()
+        for button in (self.run_button, self.format_button, self.copy_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.csv_button)
+        buttons.addWidget(self.json_button)
+        top = QWidget(self)
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.editor, 1)
+        top_layout.addLayout(buttons)
+        top_layout.addWidget(self.message)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        splitter.addWidget(top)
+        splitter.addWidget(self.grid)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+        QShortcut(
+            QKeySequence("Ctrl+Shift+C"),
+            self,
+            self.copy_sql,
+            context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
+        )
+        self._set_export_enabled(False)
+
+    # running --------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._job is not None
+
+    def run(self, sql: str | None = None) -> None:
+        """Run the editor's SQL (or ``sql``, which then replaces the editor's text) on the pool."""
+        if sql is not None:
+            self.editor.set_sql(sql)
+        text = self.editor.sql().strip()
+        if not text:
+            return
+        self._start(text, text)
+
+    def _start(self, sql: str, shown_sql: str) -> None:
+        self.stop()
+        self._generation += 1
+        generation = self._generation
+        self._last_sql = shown_sql
+        self.message.setText("Running…")
+        self.run_button.setEnabled(False)
+        db = self.db
+
+        def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
+            ctx.on_cancel(db.interrupt)
+            started = time.perf_counter()
+            cursor = db.cursor(sql, max_rows=GRID_ROW_CAP)
+            first = cursor.fetch_page(PAGE_SIZE)
+            return cursor, first, time.perf_counter() - started
+
+        self._job = self._pool.start(
+            job,
+            finished=lambda result: self._finished(generation, result),
+            failed=lambda exc: self._failed(generation, exc),
+        )
+
+    def stop(self) -> None:
+        """Cancel the running statement, if any (Stop and Esc do this too)."""
+        if self._job is not None:
+            self._job.request_cancel()
+            self._job = None
+            self.run_button.setEnabled(True)
+
+    def _finished(self, generation: int, result: tuple[QueryCursor, list[Any], float]) -> None:
+        cursor, first, seconds = result
+        if generation != self._generation:
+            cursor.close()
+            return
+        self._job = None
+        self.run_button.setEnabled(True)
+        old = self.model
+        model = ResultTableModel(cursor, first, self)
+        model.resort_requested.connect(self._resort)
+        model.rows_loaded.connect(lambda _n: self._describe(model, seconds))
+        self.model = model
+        self.grid.setModel(model)
+        self.grid.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        if old is not None:
+            old.deleteLater()
+        self._describe(model, seconds)
+        self._set_export_enabled(bool(model.columns))
+        self.query_finished.emit(model)
+
+    def _describe(self, model: ResultTableModel, seconds: float) -> None:
+        rows = model.rowCount()
+        if not model.columns:
+            self.message.setText(f"The statement ran ({seconds * 1000:.0f} ms) and returned no columns.")
+            return
+        if model.complete:
+            cap = getattr(model, "_cursor", None)
+            capped = bool(getattr(cap, "truncated", False))
+            note = f" (stopped at the {GRID_ROW_CAP:,}-row cap; export gets all)" if capped else ""
+            self.message.setText(f"{rows:,} rows{note} · {seconds * 1000:.0f} ms")
+        else:
+            self.message.setText(f"{rows:,} rows loaded, more as you scroll · {seconds * 1000:.0f} ms")
+
+    def _failed(self, generation: int, exc: BaseException) -> None:
+        if generation != self._generation:
+            return
+        self._job = None
+        self.run_button.setEnabled(True)
+        text = str(exc) or type(exc).__name__
+        self.message.setText(f"⚠ {text}")
+        self.query_failed.emit(text)
+
+    def _resort(self, column: int, order: Qt.SortOrder) -> None:
+        """Sort the whole result: re-run the statement wrapped in ORDER BY (column position)."""
+        direction = "DESC" if order == Qt.SortOrder.DescendingOrder else "ASC"
+        base = self._last_sql.rstrip().rstrip(";")
+        self._start(f"SELECT * FROM ({base}) ORDER BY {column + 1} {direction}", self._last_sql)
+
+    # clipboard and export -------------------------------------------------------------------
+    def copy_sql(self) -> str:
+        text = self.editor.sql()
+        QGuiApplication.clipboard().setText(text)
+        self.message.setText("SQL copied to the clipboard.")
+        return text
+
+    def _set_export_enabled(self, enabled: bool) -> None:
+        self.csv_button.setEnabled(enabled)
+        self.json_button.setEnabled(enabled)
+
+    def ask_export(self, fmt: ExportFormat) -> None:
+        name, _ = QFileDialog.getSaveFileName(
+            self, f"Export {fmt.upper()}", f"result.{fmt}", f"{fmt.upper()} files (*.{fmt})"
+        )
+        if name:
+            self.export(Path(name), fmt)
+
+    def export(self, path: Path, fmt: ExportFormat) -> None:
+        """Write the whole result of the last statement (re-run, uncapped) on the pool."""
+        sql = self._last_sql
+        if not sql:
+            return
+        db = self.db
+        self.message.setText(f"Exporting to {path.name}…")
+
+        def job(ctx: JobContext) -> int:
+            ctx.on_cancel(db.interrupt)
+            with db.cursor(sql, max_rows=2**62) as cursor:
+
+                def rows() -> Any:
+                    while True:
+                        page = cursor.fetch_page(5000)
+                        if not page:
+                            return
+                        yield from page
+
+                return export_rows(path, cursor.columns, rows(), fmt, ctx.cancel)
+
+        self._pool.start(job, finished=lambda count: self._exported(path, count), failed=self._export_failed)
+
+    def _exported(self, path: Path, count: int) -> None:
+        self.message.setText(f"Exported {count:,} rows to {path}.")
+        self.export_finished.emit(str(path), count)
+
+    def _export_failed(self, exc: BaseException) -> None:
+        text = f"Export failed: {exc}"
+        self.message.setText(text)
+        self.export_failed.emit(text)
