@@ -164,9 +164,8 @@ class _ProgressPrinter:
     def __call__(self, p: Any) -> None:
         if p.phase == "download":
             eta = f"{p.eta_s:.0f} s" if p.eta_s is not None else "?"
-            line = (
-                f"\r{_size(p.done)} / {_size(p.total)}  {p.speed_bps / 1024**2:.1f} MiB/s  ETA {eta}"
-                + ("  (stalled, retrying)" if p.stalled else "")
+            line = f"\r{_size(p.done)} / {_size(p.total)}  {p.speed_bps / 1024**2:.1f} MiB/s  ETA {eta}" + (
+                "  (stalled, retrying)" if p.stalled else ""
             )
             print(line.ljust(72), end="", file=sys.stderr, flush=True)
         elif p.message:

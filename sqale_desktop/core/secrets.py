@@ -98,9 +98,7 @@ def set_secret(name: str, value: str) -> bool:
         try:
             _backend().set_password(SERVICE, name, value)
         except Exception as exc:
-            raise SecretError(
-                f"Could not save {name!r} to the keyring ({type(exc).__name__})."
-            ) from None
+            raise SecretError(f"Could not save {name!r} to the keyring ({type(exc).__name__}).") from None
         with _lock:
             _memory.pop(name, None)
         return True
@@ -122,6 +120,4 @@ def delete_secret(name: str) -> None:
     except keyring.errors.PasswordDeleteError:
         pass
     except Exception as exc:
-        raise SecretError(
-            f"Could not delete {name!r} from the keyring ({type(exc).__name__})."
-        ) from None
+        raise SecretError(f"Could not delete {name!r} from the keyring ({type(exc).__name__}).") from None

