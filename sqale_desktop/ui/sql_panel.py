@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.cursor import QueryCursor
+from sqale_desktop.core.db.errors import QueryInterrupted
 from sqale_desktop.ui.export import ExportFormat, export_rows
 from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
 from sqale_desktop.ui.sql_editor import SqlEditor
@@ -172,6 +173,8 @@ class SqlPanel(QWidget):
 
         def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
             ctx.on_cancel(db.interrupt)
+            if ctx.cancelled:  # stopped before it started: interrupt() only stops running statements
+                raise QueryInterrupted("the query was cancelled")
             started = time.perf_counter()
             cursor = db.cursor(sql, max_rows=GRID_ROW_CAP)
             first = cursor.fetch_page(PAGE_SIZE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.history import History
@@ -123,3 +125,151 @@ def test_unreadable_files_give_a_clear_message(
     assert "damaged" in blocker.args[0] and "anki_corrupt_diskfull.anki2" in blocker.args[0]
     qtbot.waitUntil(lambda: "damaged" in window.banner_label.text())
     window.grab().save(str(artifacts / "error.png"))
+
+
+def test_stop_mid_episode_leaves_the_app_ready(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
+    window = make_window(delay=0.02)
+    page = open_page(qtbot, window, chinook)
+    page.chat.question.setPlainText("Which artists have the most albums?")
+    page.chat.ask_button.click()
+    view = page.chat.current
+    assert view is not None
+    qtbot.waitUntil(lambda: len(view.tool_cards()) >= 1, timeout=10_000)
+    with qtbot.waitSignal(window.episode_finished, timeout=10_000) as blocker:
+        qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert blocker.args[0].ended_by == "cancelled"
+    assert view.answer is not None and view.answer.ended_by == "cancelled"
+    assert not view.running
+    assert page.chat.ask_button.isEnabled() and not page.chat.stop_button.isEnabled()
+    assert len(view.tool_cards()) < 5  # it did stop before the end of the script
+
+
+def test_stop_cancels_a_running_query(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
+    window = make_window()
+    page = open_page(qtbot, window, chinook)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    with qtbot.waitSignal(page.sql.query_failed, timeout=8_000) as blocker:
+        page.sql.run(endless)
+        assert page.sql.running
+        window.stop()
+    assert "cancelled" in blocker.args[0]
+    assert page.sql.run_button.isEnabled()
+
+
+def test_edit_and_rerun_copy_and_export(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, tmp_path: Path
+) -> None:
+    window = make_window()
+    page = open_page(qtbot, window, chinook)
+    sql = "SELECT GenreId, Name FROM Genre ORDER BY GenreId"
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        page.sql.run(sql)
+    expected = sqlite3.connect(chinook).execute(sql).fetchall()
+    assert grid_rows(page) == expected
+
+    edited = "SELECT GenreId, Name FROM Genre WHERE GenreId > 20 ORDER BY Name"
+    page.sql.editor.set_sql(edited)
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        qtbot.keyClick(page.sql.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert grid_rows(page) == sqlite3.connect(chinook).execute(edited).fetchall()
+
+    page.sql.editor.setFocus()
+    qtbot.keyClick(
+        page.sql.editor, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
+    assert QGuiApplication.clipboard().text() == edited
+
+    page.sql.grid.selectAll()
+    text = page.sql.grid.copy_selection()
+    assert QGuiApplication.clipboard().text() == text
+    lines = text.split("\n")
+    assert lines[0] == "GenreId\tName"
+    assert lines[1:] == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
+
+    target = tmp_path / "genres.csv"
+    with qtbot.waitSignal(page.sql.export_finished, timeout=10_000) as blocker:
+        page.sql.export(target, "csv")
+    assert blocker.args == [str(target), 5]
+    with target.open(newline="", encoding="utf-8") as handle:
+        back = list(csv.reader(handle))
+    assert back[0] == ["GenreId", "Name"]
+    assert [(int(a), b) for a, b in back[1:]] == sqlite3.connect(chinook).execute(edited).fetchall()
+
+
+def test_writing_sql_is_refused_with_the_reason(
+    qtbot: Any, make_window: WindowFactory, chinook: Path
+) -> None:
+    window = make_window()
+    page = open_page(qtbot, window, chinook)
+    with qtbot.waitSignal(page.sql.query_failed, timeout=10_000) as blocker:
+        page.sql.run("DELETE FROM Artist")
+    assert "read-only" in blocker.args[0] and "DELETE" in blocker.args[0]
+    assert "read-only" in page.sql.message.text()
+    assert sqlite3.connect(chinook).execute("SELECT count(*) FROM Artist").fetchone()[0] == 275
+
+
+def test_reask_and_restart_restores_the_conversation(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "history.sqlite"
+    window = make_window(history=History(store))
+    page = open_page(qtbot, window, chinook)
+    page.chat.question.setPlainText("Which artists have the most albums?")
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        page.chat.ask_button.click()
+    first = page.chat.episodes[0]
+    first.reask_button.click()
+    assert page.chat.question.toPlainText() == "Which artists have the most albums?"
+    page.chat.question.setPlainText("Which five artists have the most albums?")
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        qtbot.keyClick(page.chat.question, Qt.Key.Key_Return)
+    assert [e.question for e in page.chat.episodes] == [
+        "Which artists have the most albums?",
+        "Which five artists have the most albums?",
+    ]
+    assert window.shutdown()
+    window.close()
+
+    again = make_window(history=History(store))
+    restored = open_page(qtbot, again, chinook)
+    views = restored.chat.episodes
+    assert [v.question for v in views] == [
+        "Which artists have the most albums?",
+        "Which five artists have the most albums?",
+    ]
+    assert views[0].answer is not None and "SELECT" in views[0].answer.sql
+    assert views[0].ended_by == "submit_sql"
+    assert [c.tool for c in views[0].tool_cards()] == [
+        "list_tables",
+        "describe_table",
+        "join_path",
+        "run_query",
+        "submit_sql",
+    ]
+
+
+def test_without_a_model_browsing_and_sql_still_work(
+    qtbot: Any, make_window: WindowFactory, chinook: Path
+) -> None:
+    window = make_window(script=[])
+    page = open_page(qtbot, window, chinook)
+    assert not page.chat.ask_button.isEnabled()
+    assert "No model" in page.chat.live.text()
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        page.sql.run("SELECT count(*) FROM Track")
+    assert grid_rows(page) == [(3503,)]
+
+
+def test_recent_list_is_persisted_and_reopens(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
+    from sqale_desktop.core import settings as settings_mod
+
+    window = make_window()
+    open_page(qtbot, window, chinook)
+    assert settings_mod.load().settings.recent_databases == [str(chinook)]
+    actions = window.recent_menu.actions()
+    assert [a.text() for a in actions] == [str(chinook)]
+    window.close_tab(0)
+    assert window.pages() == []
+    with qtbot.waitSignal(window.database_opened, timeout=10_000):
+        actions[0].trigger()
+    assert len(window.pages()) == 1
