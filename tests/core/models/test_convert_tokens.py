@@ -18,8 +18,8 @@ from sqale_desktop.core.models.convert.tiny_checkpoint import write_tiny_checkpo
 from sqale_desktop.core.models.convert.writer import write_gguf
 
 STRINGS = [
-    "<|im_start|>system\nYou are a text-to-SQL agent.<|im_end|>\n<|im_start|>user\nHow many tracks?<|im_end|>\n"
-    "<|im_start|>assistant\n",
+    "<|im_start|>system\nYou are a text-to-SQL agent.<|im_end|>\n"
+    "<|im_start|>user\nHow many tracks?<|im_end|>\n<|im_start|>assistant\n",
     "<think>\nI should list the tables first.\n</think>\n\n",
     '<think>\n\n</think>{"tool": "run_query", "args": {"sql": "SELECT COUNT(*) FROM tracks;"}}<|im_end|>',
     "SELECT c.name, SUM(i.total) AS revenue FROM customers c JOIN invoices i ON i.customer_id = c.id\n"

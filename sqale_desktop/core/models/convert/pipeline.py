@@ -25,7 +25,7 @@ from sqale_desktop.core.models.convert.errors import ConversionCancelled
 from sqale_desktop.core.models.convert.hparams import read_hparams
 from sqale_desktop.core.models.convert.layout import TensorPlan, plan_tensors
 from sqale_desktop.core.models.convert.quantize import BYTES_PER_WEIGHT, DEFAULT_QUANT, QUANT_TYPES, quantize
-from sqale_desktop.core.models.convert.source import fetch_checkpoint, remote_checkpoint_size
+from sqale_desktop.core.models.convert.source import fetch_checkpoint, remote_checkpoint
 from sqale_desktop.core.models.convert.space import DiskUsage, check_space
 from sqale_desktop.core.models.convert.verify import VerifyReport, verify_gguf
 from sqale_desktop.core.models.convert.writer import write_gguf
@@ -217,18 +217,21 @@ def _resolve(
     repo = str(source)
     if "/" not in repo or repo.count("/") > 1:
         raise ValueError(f"{repo!r} is neither a folder nor a hub repository id (owner/name)")
-    size = remote_checkpoint_size(repo, opts.revision, token)
-    # Room for the download plus, roughly, the intermediate (as large) and a generous result.
+    remote = remote_checkpoint(repo, opts.revision, token)
+    # Room for the download plus the intermediate (about as large as the text weights).
     hub_cache = opts.hub_cache_dir or _hub_cache()
     work_root = opts.work_dir or paths.cache_dir() / "convert"
-    check_space({hub_cache: size, work_root: size}, opts.space_margin, opts.disk_usage)
-    report(ConvertProgress("download", 0, size, f"Downloading {repo} ({size / 2**30:.2f} GiB)"))
+    check_space({hub_cache: remote.size, work_root: remote.size}, opts.space_margin, opts.disk_usage)
+    report(ConvertProgress("download", 0, remote.size, f"Downloading {repo} ({remote.size / 2**30:.2f} GiB)"))
     started = time.monotonic()
     folder = fetch_checkpoint(
-        repo, revision=opts.revision, token=token, cache_dir=opts.hub_cache_dir, cancel=cancel
+        remote,
+        token=token,
+        cache_dir=opts.hub_cache_dir,
+        cancel=cancel,
+        progress=lambda done, total, name: report(ConvertProgress("download", done, total, name)),
     )
     seconds["download"] = time.monotonic() - started
-    report(ConvertProgress("download", size, size, f"Checkpoint in {folder}"))
     return folder, repo
 
 
