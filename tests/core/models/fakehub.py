@@ -14,7 +14,7 @@ which huggingface_hub does not follow for metadata.  Endpoints:
 
 Faults are switched per test on ``FakeHub``: drop the connection after N bytes, stall after N
 bytes, flip a byte of what is served, ignore ``Range``.  Every request is logged with its headers
-so tests can assert on ``Range`` and ``Authorization``.
+so tests can assert on ``range`` and ``authorization`` (names lower-cased).
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         parsed = urlparse(self.path)
         path = unquote(parsed.path)
-        self.hub.record(Logged(self.role, method, self.path, dict(self.headers.items())))
+        headers = {k.lower(): v for k, v in self.headers.items()}  # HTTP names are case-insensitive
+        self.hub.record(Logged(self.role, method, self.path, headers))
         query = parse_qs(parsed.query)
         if self.role == "cdn":
             if path.startswith("/cdn/"):
