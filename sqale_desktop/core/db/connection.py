@@ -30,7 +30,13 @@ from sqale_desktop.core.db.errors import (
     QueryInterrupted,
     QueryTimeout,
 )
-from sqale_desktop.core.db.guard import WRITE_KEYWORDS, ReadOnlyGuard, denial_message, leading_keyword
+from sqale_desktop.core.db.guard import (
+    WRITE_KEYWORDS,
+    ReadOnlyGuard,
+    denial_message,
+    leading_keyword,
+    refuse_by_keyword,
+)
 from sqale_desktop.core.db.opening import STALE_NOTE, inspect_file, sqlite_uri
 
 if TYPE_CHECKING:
@@ -133,6 +139,12 @@ class ReadOnlyDatabase:
 
         return QueryCursor(self, sql, max_rows=max_rows)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a statement (or a cursor's page fetch) is running on any thread right now."""
+        with self._lock:
+            return any(link.busy for link in self._links.values())
+
     def interrupt(self) -> None:
         """Stop whatever statement is running on this database, from any thread.
 
@@ -198,8 +210,16 @@ class ReadOnlyDatabase:
         return check
 
     @contextmanager
-    def operation(self, link: _Link, sql: str) -> Iterator[None]:
-        """Arm the time limit and the guard for one step of work, and translate SQLite errors."""
+    def operation(self, link: _Link, sql: str, *, new_statement: bool = True) -> Iterator[None]:
+        """Arm the time limit and the guard for one step of work, and translate SQLite errors.
+
+        ``new_statement``: the work prepares ``sql`` (checked against the write keywords first);
+        False for fetching more rows of a statement that already passed.
+        """
+        if new_statement:
+            refusal = refuse_by_keyword(sql)
+            if refusal is not None:
+                raise QueryDenied(refusal)
         link.deadline = time.monotonic() + self._time_limit_s
         link.started_generation = self._generation
         link.timed_out = False
@@ -221,6 +241,10 @@ class ReadOnlyDatabase:
             return QueryDenied("read-only: only one statement at a time is allowed")
         if link.guard.last_denial is not None:
             return QueryDenied(denial_message(sql, link.guard.last_denial))
+        if message.startswith("table ") and message.endswith(" may not be modified"):
+            # The schema tables: the authorizer lets pragma functions through (see guard.py).
+            table = message.removeprefix("table ").removesuffix(" may not be modified")
+            return QueryDenied(f"read-only: changing {table} is not allowed")
         if code == "SQLITE_INTERRUPT" or message == "interrupted":
             if link.timed_out:
                 return QueryTimeout(

@@ -50,7 +50,7 @@ class QueryCursor:
         want = min(n, room)
         try:
             # One extra row when the page would reach the cap tells whether the cap cut anything.
-            with self._db.operation(self._link, self._sql):
+            with self._db.operation(self._link, self._sql, new_statement=False):
                 rows: list[tuple[Any, ...]] = self._cursor.fetchmany(want + 1 if want == room else want)
         except BaseException:
             self.close()

@@ -60,8 +60,26 @@ _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "
 _SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"})
 # Statements that change something; a failure of one of these is reported as a refusal.
 WRITE_KEYWORDS = frozenset(
-    {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "REINDEX", "ANALYZE",
-     "ATTACH", "DETACH", "VACUUM", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"}
+    {
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "REPLACE",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "REINDEX",
+        "ANALYZE",
+        "ATTACH",
+        "DETACH",
+        "VACUUM",
+        "BEGIN",
+        "COMMIT",
+        "END",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+    }
 )
 
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
@@ -154,22 +172,63 @@ def _judge(action: int, arg1: str | None, arg2: str | None) -> str | None:
 
 
 def denial_message(sql: str, denial: Denial) -> str:
-    """The message for a refused statement: ``read-only: INSERT is not allowed``."""
-    what = denial.what
-    keyword = leading_keyword(sql)
-    if keyword == "VACUUM":
-        # VACUUM INTO shows up as an ATTACH of the target file; name what the user wrote.
-        what = "VACUUM INTO" if " INTO " in f" {sql.upper()} " else "VACUUM"
-    elif keyword == "REPLACE" and what == "INSERT":
-        what = "REPLACE"
-    return f"read-only: {what} is not allowed"
+    """The message for a statement the authorizer refused: ``read-only: INSERT is not allowed``."""
+    return refuse_by_keyword(sql) or f"read-only: {denial.what} is not allowed"
+
+
+def leading_words(sql: str, count: int = 8) -> list[str]:
+    """The first ``count`` words of ``sql``, upper-case, comments and whitespace skipped.
+
+    Uses sqlparse's lexer lazily, so a long statement costs only the few tokens read.
+    """
+    words: list[str] = []
+    for ttype, value in sqlparse.lexer.tokenize(sql):  # type: ignore[no-untyped-call]
+        if ttype in sqlparse.tokens.Whitespace or ttype in sqlparse.tokens.Newline:
+            continue
+        if ttype in sqlparse.tokens.Comment or value.isspace():
+            continue
+        words.append(value.upper())
+        if len(words) >= count:
+            break
+    return words
 
 
 def leading_keyword(sql: str) -> str:
-    """The first keyword of the first statement, upper-case, comments skipped ('' if none)."""
-    for statement in sqlparse.parse(sql):
-        for token in statement.flatten():  # type: ignore[no-untyped-call]
-            if token.is_whitespace or token.ttype in sqlparse.tokens.Comment:
+    """The first keyword of the statement, upper-case ('' if none)."""
+    words = leading_words(sql, 1)
+    return words[0] if words else ""
+
+
+_OBJECT_WORDS = frozenset({"TABLE", "VIEW", "INDEX", "TRIGGER"})
+_SKIPPED_WORDS = frozenset({"IF", "NOT", "EXISTS"})
+
+
+def refuse_by_keyword(sql: str) -> str | None:
+    """The refusal message when the statement itself is a write (before SQLite sees it), else None.
+
+    The authorizer alone misses a few no-ops (``DROP VIEW IF EXISTS v`` on a missing view never
+    asks it) and names the first internal action (an INSERT into ``sqlite_temp_master`` for
+    ``CREATE TEMP TABLE``); reading the statement's own words fixes both.
+    """
+    words = leading_words(sql)
+    if words[:1] == ["EXPLAIN"]:
+        words = words[3:] if words[1:3] == ["QUERY", "PLAN"] else words[1:]
+    if not words or words[0] not in WRITE_KEYWORDS:
+        return None
+    first = words[0]
+    if first in {"CREATE", "DROP"}:
+        phrase = [first]
+        for word in words[1:5]:
+            if word in _SKIPPED_WORDS:
                 continue
-            return str(token.value).upper()
-    return ""
+            phrase.append(word)
+            if word in _OBJECT_WORDS:
+                break
+        what = " ".join(phrase)
+    elif first == "ALTER":
+        what = "ALTER TABLE"
+    elif first == "VACUUM":
+        what = "VACUUM INTO" if "INTO" in words else "VACUUM"
+    else:
+        what = first
+    return f"read-only: {what} is not allowed"

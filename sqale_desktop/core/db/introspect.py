@@ -156,5 +156,5 @@ def _fill_columns(db: ReadOnlyDatabase, table: TableInfo) -> None:
             ref_table=pairs[0][0],
             ref_columns=tuple(parent for _, _, parent in pairs),
         )
-        for _, pairs in sorted(grouped.items())
+        for _, pairs in sorted(grouped.items(), reverse=True)  # SQLite numbers the last-declared key 0
     ]

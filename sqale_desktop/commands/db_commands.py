@@ -1,0 +1,160 @@
+"""``sqale-desktop tool`` and ``sqale-desktop query``: the database layer without the app.
+
+``tool`` prints exactly the text the model would read, so a tool's behaviour can be checked from
+a shell.  ``query`` runs read-only SQL, which is also how a user reruns an edited query headless.
+Exit status: 0 success, 1 a tool's error text or a failing/denied query (message on stderr),
+2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from typing import Any, TextIO
+
+from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
+from sqale_desktop.core.db.connection import DEFAULT_TIME_LIMIT_S
+from sqale_desktop.core.tools import TOOL_NAMES, ToolBox
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    tool = subparsers.add_parser(
+        "tool",
+        help="run one agent tool and print the text the model would see",
+        description="Run one of the eight agent tools on a database and print exactly the text the "
+        "model would read. Exit status: 0 ok, 1 the tool returned an error text, 2 bad usage.",
+    )
+    tool.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+    tool.add_argument("name", choices=TOOL_NAMES, metavar="NAME", help=f"one of: {', '.join(TOOL_NAMES)}")
+    tool.add_argument(
+        "json_args",
+        nargs="?",
+        default="{}",
+        metavar="JSON_ARGS",
+        help='arguments as a JSON object, e.g. \'{"table_name": "Track"}\'',
+    )
+    tool.set_defaults(handler=run_tool)
+
+    query = subparsers.add_parser(
+        "query",
+        help="run read-only SQL on a database",
+        description="Run one read-only SQL statement. A denied or failing statement exits with "
+        "status 1 and its message on stderr.",
+    )
+    query.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+    query.add_argument("sql", metavar="SQL", help="one SQL statement")
+    query.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    query.add_argument(
+        "--max-rows", type=_positive_int, default=1000, metavar="N", help="rows to print (1000)"
+    )
+    query.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIME_LIMIT_S,
+        metavar="S",
+        help="time limit in seconds (10)",
+    )
+    query.set_defaults(handler=run_query)
+
+
+def run_tool(args: argparse.Namespace) -> int:
+    try:
+        tool_args = json.loads(args.json_args)
+    except json.JSONDecodeError as exc:
+        print(f"sqale-desktop tool: JSON_ARGS is not valid JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(tool_args, dict):
+        print("sqale-desktop tool: JSON_ARGS must be a JSON object", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        db = open_readonly(args.db)
+    except DatabaseError as exc:
+        print(f"sqale-desktop tool: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    with db:
+        output = ToolBox(db).call(args.name, tool_args)
+    print(output.text)
+    return EXIT_OK if output.ok else EXIT_FAILED
+
+
+def run_query(args: argparse.Namespace) -> int:
+    try:
+        with open_readonly(args.db, time_limit_s=args.timeout) as db:
+            for note in db.notes:
+                print(f"note: {note}", file=sys.stderr)
+            result = db.execute(args.sql, max_rows=args.max_rows)
+    except DatabaseError as exc:
+        print(f"sqale-desktop query: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    WRITERS[args.format](result, sys.stdout)
+    if result.truncated:
+        print(
+            f"note: showing the first {result.row_count} rows; more rows exist (--max-rows)", file=sys.stderr
+        )
+    return EXIT_OK
+
+
+def write_table(result: QueryResult, out: TextIO) -> None:
+    """Aligned columns for people, cells rendered as in the app's grid."""
+    cells = [[render_cell(v) for v in row] for row in result.rows]
+    widths = [len(c) for c in result.columns]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    out.write(" | ".join(c.ljust(w) for c, w in zip(result.columns, widths, strict=True)).rstrip() + "\n")
+    out.write("-+-".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write(f"({result.row_count} row{'s' if result.row_count != 1 else ''})\n")
+
+
+def write_csv(result: QueryResult, out: TextIO) -> None:
+    """RFC 4180 CSV: NULL is an empty field, BLOBs read ``<blob N bytes>``."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(result.columns)
+    for row in result.rows:
+        writer.writerow(["" if v is None else _plain(v) for v in row])
+
+
+def write_json(result: QueryResult, out: TextIO) -> None:
+    """One JSON object: columns, rows (arrays, NULL as null), row_count, truncated."""
+    document = {
+        "columns": result.columns,
+        "rows": [[_json_value(v) for v in row] for row in result.rows],
+        "row_count": result.row_count,
+        "truncated": result.truncated,
+    }
+    json.dump(document, out, ensure_ascii=False)
+    out.write("\n")
+
+
+def _plain(value: object) -> str:
+    return render_cell(value, max_chars=sys.maxsize)
+
+
+def _json_value(value: object) -> object:
+    if value is None or isinstance(value, int | float | str):
+        return value
+    return _plain(value)
+
+
+WRITERS = {"table": write_table, "csv": write_csv, "json": write_json}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value

@@ -1,0 +1,93 @@
+"""Time limits and interrupt(): both stop a runaway query with a clear message and leave the
+connection usable; interrupt() works from any thread and only hits what is running."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop.core.db import QueryInterrupted, QueryTimeout, ReadOnlyDatabase, open_readonly
+
+RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+def test_time_limit_stops_a_runaway_query(chinook: Path) -> None:
+    with open_readonly(chinook, time_limit_s=0.2) as db:
+        with pytest.raises(QueryTimeout) as info:
+            db.execute(RUNAWAY)
+        assert "0.2 s time limit" in str(info.value)
+        assert db.execute("SELECT count(*) FROM Artist").rows == [(275,)]
+
+
+def test_time_limit_is_settable(chinook: Path) -> None:
+    with open_readonly(chinook) as db:
+        assert db.time_limit_s == 10.0
+        db.time_limit_s = 0.1
+        with pytest.raises(QueryTimeout):
+            db.execute(RUNAWAY)
+        with pytest.raises(ValueError):
+            db.time_limit_s = 0
+
+
+def _run_in_thread(db: ReadOnlyDatabase, sql: str) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            db.execute(sql)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, errors
+
+
+def _wait_until_busy(db: ReadOnlyDatabase, thread: threading.Thread) -> None:
+    while not db.busy:
+        assert thread.is_alive(), "the query ended before it could be interrupted"
+        time.sleep(0.005)
+
+
+def test_interrupt_from_another_thread(chinook: Path) -> None:
+    with open_readonly(chinook, time_limit_s=60) as db:
+        thread, errors = _run_in_thread(db, RUNAWAY)
+        _wait_until_busy(db, thread)
+        db.interrupt()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], QueryInterrupted)
+        assert str(errors[0]) == "the query was cancelled"
+        # The worker's connection stays usable, and so does this thread's.
+        thread2, errors2 = _run_in_thread(db, "SELECT count(*) FROM Track")
+        thread2.join(timeout=30)
+        assert errors2 == []
+        assert db.execute("SELECT 1").rows == [(1,)]
+
+
+def test_interrupt_before_a_query_does_not_cancel_it(chinook: Path) -> None:
+    with open_readonly(chinook) as db:
+        db.interrupt()
+        result = db.execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000) "
+            "SELECT count(*) FROM c"
+        )
+        assert result.rows == [(200000,)]
+
+
+def test_each_thread_has_its_own_connection_and_interrupt_reaches_them_all(chinook: Path) -> None:
+    with open_readonly(chinook, time_limit_s=60) as db:
+        db.execute("SELECT 1")
+        runs = [_run_in_thread(db, RUNAWAY) for _ in range(2)]
+        for thread, _ in runs:
+            _wait_until_busy(db, thread)
+        while sum(link.busy for link in db._links.values()) < 2:
+            time.sleep(0.005)
+        assert len(db._links) == 3
+        db.interrupt()
+        for thread, errors in runs:
+            thread.join(timeout=30)
+            assert [type(e) for e in errors] == [QueryInterrupted]
