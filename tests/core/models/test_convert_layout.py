@@ -217,3 +217,16 @@ def test_refuses_unknown_text_tensor(tmp_path: Path) -> None:
     ckpt = Checkpoint(folder)
     with pytest.raises(UnsupportedCheckpoint, match="mystery"):
         plan_tensors(ckpt, read_hparams(ckpt.config))
+
+
+def test_streaming_in_small_row_blocks_writes_the_same_file(
+    ckpt_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqale_desktop.core.models.convert import layout
+
+    ckpt = Checkpoint(ckpt_dir)
+    hp = read_hparams(ckpt.config)
+    write_gguf(ckpt, hp, plan_tensors(ckpt, hp), tmp_path / "whole.gguf", name="tiny")
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 1000)  # the embedding goes out in many blocks
+    write_gguf(ckpt, hp, plan_tensors(ckpt, hp), tmp_path / "blocks.gguf", name="tiny")
+    assert (tmp_path / "blocks.gguf").read_bytes() == (tmp_path / "whole.gguf").read_bytes()

@@ -82,6 +82,23 @@ class Checkpoint:
             return np.zeros(entry.shape, dtype=dtype)
         return np.memmap(entry.file, dtype=dtype, mode="r", offset=entry.offset, shape=entry.shape)
 
+    def read_rows(self, name: str, start: int, stop: int) -> npt.NDArray[Any]:
+        """Rows ``start:stop`` of the first axis, read into a fresh buffer (not mapped).
+
+        Used to stream large tensors: a memory map keeps every page it touched resident until it
+        is closed, so a 1 GB embedding copied through one map would sit in memory whole.
+        """
+        entry = self._entries[name]
+        dtype = _STORAGE[entry.dtype]
+        row = int(np.prod(entry.shape[1:], dtype=np.int64))
+        data = np.fromfile(
+            entry.file,
+            dtype=dtype,
+            count=(stop - start) * row,
+            offset=entry.offset + start * row * dtype.itemsize,
+        )
+        return data.reshape((stop - start, *entry.shape[1:]))
+
     def read_float32(self, name: str) -> npt.NDArray[np.float32]:
         """The tensor decoded to float32 (for the few small tensors whose values change)."""
         return to_float32(self.read(name), self._entries[name].dtype)

@@ -21,7 +21,7 @@ Shapes here are numpy order (row-major, the reverse of ggml's ``ne``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import gguf
@@ -83,6 +83,7 @@ _BLOCK_NAMES = {
     "linear_attn.out_proj.weight": "ssm_out.weight",
 }
 _LAYER_RE = re.compile(r"^layers\.(\d+)\.(.+)$")
+CHUNK_BYTES = 32 * 1024 * 1024  # rows are streamed in blocks of about this size
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class PlannedTensor:
     source: str
     shape: tuple[int, ...]
     qtype: QType
-    produce: Callable[[], Array] = field(repr=False, compare=False)
+    chunks: Callable[[], Iterator[Array]] = field(repr=False, compare=False)
+    """Yields the tensor's bytes in order, as consecutive row blocks (or one array)."""
 
     @property
     def nbytes(self) -> int:
@@ -314,7 +316,20 @@ class _Maker:
                 return np.ascontiguousarray(data, dtype=np.float16)
             return np.ascontiguousarray(data)
 
-        return PlannedTensor(gguf_name, source, shape, qtype, produce)
+        def stream_rows() -> Iterator[Array]:
+            # Weights copied as they are (or only cast): row blocks, never the whole tensor.
+            rows = shape[0]
+            row_bytes = max(1, entry.nbytes // rows)
+            step = max(1, CHUNK_BYTES // row_bytes)
+            for start in range(0, rows, step):
+                block = self.ckpt.read_rows(source, start, min(rows, start + step))
+                yield block.astype(np.float16) if entry.dtype == "F32" else block
+
+        def whole() -> Iterator[Array]:
+            yield produce()
+
+        simple = not as_float and v_reorder is None and not squeeze
+        return PlannedTensor(gguf_name, source, shape, qtype, stream_rows if simple else whole)
 
 
 def reorder_v_heads(data: Array, axis: int, start: int, k_heads: int, v_per_k: int, head: int) -> Array:

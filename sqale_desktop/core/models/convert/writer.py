@@ -2,7 +2,9 @@
 
 ``GGUFWriter.add_tensor`` keeps every array until the file is written, which would hold the
 whole model in memory.  Instead all tensor infos (names, shapes, types) are declared up front
-from the plan, the header is written, and each tensor is produced, written and dropped in turn.
+from the plan and ``GGUFWriter`` writes the header, metadata and tensor infos; the data section
+is then streamed here, each tensor in row blocks, with the same alignment padding GGUFWriter
+uses (``data_alignment``), so peak memory is about one block, not one tensor.
 """
 
 from __future__ import annotations
@@ -47,17 +49,23 @@ def write_gguf(
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
+        assert writer.fout is not None
+        fout = writer.fout[0]
+        align = writer.data_alignment
         total = len(plan.tensors)
         for done, tensor in enumerate(plan.tensors, start=1):
             if cancel is not None and cancel.is_set():
                 raise ConversionCancelled("conversion cancelled")
-            data = tensor.produce()
-            if data.shape != tensor.shape or data.nbytes != tensor.nbytes:
-                raise AssertionError(f"{tensor.gguf_name}: produced {data.shape}, planned {tensor.shape}")
-            writer.write_tensor_data(data)
-            del data
+            fout.write(bytes(-fout.tell() % align))
+            written = 0
+            for block in tensor.chunks():
+                np.ascontiguousarray(block).tofile(fout)
+                written += block.nbytes
+            if written != tensor.nbytes:
+                raise AssertionError(f"{tensor.gguf_name}: wrote {written} bytes, planned {tensor.nbytes}")
             if progress is not None:
                 progress(done, total, tensor.gguf_name)
+        fout.write(bytes(-fout.tell() % align))
         writer.flush()
     finally:
         writer.close()
