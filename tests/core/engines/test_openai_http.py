@@ -1,0 +1,259 @@
+"""The OpenAI-compatible engine against a small streaming server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core.agent.events import EpisodeEnded
+from sqale_desktop.core.agent.loop import run_episode
+from sqale_desktop.core.db import open_readonly
+from sqale_desktop.core.engines.base import EngineError, SamplingParams
+from sqale_desktop.core.engines.openai_http import OpenAIEngine
+from sqale_desktop.core.tools import ToolBox
+
+KEY = "sk-test-0123456789abcdef"
+
+
+@dataclass
+class Script:
+    """What the fake server answers: one list of text chunks per completion request."""
+
+    completions: list[list[str]] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: bool = True
+    status: int = 200
+    error_body: str = ""
+    stall: threading.Event | None = None  # when set up, the server waits on it after the first chunk
+    models: list[str] = field(default_factory=lambda: ["trl-lab/qwen3.5-2b-grpo-sqale"])
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+
+def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the test output is ours."""
+
+        def do_GET(self) -> None:
+            script.paths.append(self.path)
+            body = json.dumps({"object": "list", "data": [{"id": m} for m in script.models]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            script.paths.append(self.path)
+            length = int(self.headers.get("Content-Length", "0"))
+            request = json.loads(self.rfile.read(length))
+            script.requests.append(request)
+            script.headers.append(dict(self.headers))
+            if script.status != 200:
+                body = script.error_body.encode()
+                self.send_response(script.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            chunks = script.completions[len(script.requests) - 1] if script.completions else []
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for number, chunk in enumerate(chunks):
+                    self._event({"choices": [{"index": 0, "text": chunk, "finish_reason": None}]})
+                    if number == 0 and script.stall is not None:
+                        script.stall.wait(10)
+                        return
+                self._event({"choices": [{"index": 0, "text": "", "finish_reason": script.finish_reason}]})
+                if script.usage:
+                    prompt_tokens = len(request["prompt"].split())
+                    usage = {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": len(chunks),
+                        "prompt_tokens_details": {"cached_tokens": prompt_tokens // 2},
+                    }
+                    self._event({"choices": [], "usage": usage})
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except OSError:
+                return  # the client hung up (cancel)
+            self.close_connection = True
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self.wfile.write(b": keep-alive\n\ndata: " + json.dumps(payload).encode() + b"\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", script
+    if script.stall is not None:
+        script.stall.set()
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(5)
+
+
+SAMPLING = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, seed=7)
+
+
+def test_streams_deltas_and_sends_every_parameter(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["<think>\n", "plan</think>", '{"tool": "list_tables"}'], ["second"]]
+    engine = OpenAIEngine(url, api_key=KEY)
+    session = engine.new_session("PROMPT")
+    cancel = threading.Event()
+    assert list(session.generate(2048, SAMPLING, cancel)) == script.completions[0]
+    session.end_turn()
+    session.append("\nRESULTS\n")
+    assert "".join(session.generate(100, SAMPLING, cancel)) == "second"
+    first, second = script.requests
+    assert first["prompt"] == "PROMPT"
+    assert second["prompt"] == 'PROMPT<think>\nplan</think>{"tool": "list_tables"}<|im_end|>\nRESULTS\n'
+    assert session.prompt_text == second["prompt"] + "second"
+    assert first["stream"] is True
+    assert first["max_tokens"] == 2048
+    assert (first["temperature"], first["top_p"], first["top_k"], first["min_p"]) == (0.6, 0.95, 20, 0.0)
+    assert first["repetition_penalty"] == first["repeat_penalty"] == 1.0
+    assert first["seed"] == 7
+    assert first["stop"] == ["<|im_end|>", "<|endoftext|>"]
+    assert first["model"] == "trl-lab/qwen3.5-2b-grpo-sqale"  # discovered from /v1/models
+    assert script.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert script.paths == ["/v1/models", "/v1/completions", "/v1/completions"]
+
+
+def test_usage_gives_the_token_counts(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["a ", "b ", "c"]]
+    session = OpenAIEngine(url, model="m").new_session("one two three four")
+    list(session.generate(10, SAMPLING, threading.Event()))
+    assert session.stats.completion_tokens == 3
+    assert session.stats.prompt_tokens == 4 + 3
+    assert session.stats.evaluated_tokens == 4 - 2 + 3  # cached prompt tokens were not evaluated
+    assert "Authorization" not in script.headers[0]
+
+
+def test_without_usage_counts_are_estimated(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["x", "y"]]
+    script.usage = False
+    session = OpenAIEngine(url, model="m").new_session("a b ")
+    list(session.generate(10, SAMPLING, threading.Event()))
+    assert session.stats.completion_tokens == 2
+    assert session.stats.prompt_tokens == 3  # "a", "b", "xy"
+
+
+def test_finish_reason_length(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["cut"]]
+    script.finish_reason = "length"
+    session = OpenAIEngine(url, model="m").new_session("p")
+    list(session.generate(1, SAMPLING, threading.Event()))
+    assert session.last_finish_reason == "length"
+
+
+def test_base_url_may_end_in_v1(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["ok"]]
+    session = OpenAIEngine(url + "/v1/", model="m").new_session("p")
+    assert list(session.generate(5, SAMPLING, threading.Event())) == ["ok"]
+    assert script.paths == ["/v1/completions"]
+
+
+def test_http_errors_never_show_the_key(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.status = 401
+    script.error_body = json.dumps({"error": {"message": f"invalid key {KEY}"}})
+    session = OpenAIEngine(url, api_key=KEY, model="m").new_session("p")
+    with pytest.raises(EngineError) as info:
+        list(session.generate(5, SAMPLING, threading.Event()))
+    message = str(info.value)
+    assert "401" in message and "check the API key" in message
+    assert KEY not in message and "***" in message
+
+
+def test_unreachable_server_is_an_engine_error() -> None:
+    with socket_closed_port() as port:
+        session = OpenAIEngine(f"http://127.0.0.1:{port}", api_key=KEY, model="m").new_session("p")
+        with pytest.raises(EngineError, match="cannot reach the server") as info:
+            list(session.generate(5, SAMPLING, threading.Event()))
+    assert KEY not in str(info.value)
+
+
+def test_bad_addresses_are_refused() -> None:
+    with pytest.raises(EngineError, match="not a server address"):
+        OpenAIEngine("localhost:8000")
+
+
+def test_cancel_ends_a_stalled_stream(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.completions = [["first", "never sent"]]
+    script.stall = threading.Event()
+    session = OpenAIEngine(url, model="m").new_session("p")
+    cancel = threading.Event()
+    received: list[str] = []
+    for chunk in session.generate(100, SAMPLING, cancel):
+        received.append(chunk)
+        threading.Timer(0.05, cancel.set).start()
+    assert received == ["first"]
+    assert session.last_finish_reason == "cancelled"
+    assert not script.stall.is_set()  # the server was still stalling: the client hung up on it
+
+
+def test_a_whole_episode_over_http(server: tuple[str, Script], chinook: Path) -> None:
+    url, script = server
+    script.completions = [
+        ["Tables first.\n</think>\n\n", '{"tool": "list_tables"}'],
+        ["Count.\n</think>\n\n", '{"tool": "submit_sql", "args": {"sql": "SELECT COUNT(*) FROM Genre"}}'],
+    ]
+    db = open_readonly(chinook)
+    try:
+        events = list(run_episode("How many genres?", db, ToolBox(db), OpenAIEngine(url, model="m")))
+    finally:
+        db.close()
+    last = events[-1]
+    assert isinstance(last, EpisodeEnded)
+    episode = last.episode
+    assert (episode.ended_by, episode.sql) == ("submit_sql", "SELECT COUNT(*) FROM Genre")
+    assert episode.result is not None and episode.result.rows == [[25]]
+    assert script.requests[1]["prompt"] == episode.prompt[: len(script.requests[1]["prompt"])]
+    assert "Tool result: Album, Artist" in script.requests[1]["prompt"]
+    assert script.requests[1]["prompt"].endswith("<|im_start|>assistant\n<think>\n")
+
+
+class socket_closed_port:
+    """A local port with nothing listening on it."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self._port: int = sock.getsockname()[1]
+        sock.close()
+        return self._port
+
+    def __exit__(self, *exc: object) -> None:
+        return None
