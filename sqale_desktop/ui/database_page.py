@@ -132,6 +132,13 @@ class DatabasePage(QWidget):
         QGuiApplication.clipboard().setText(text)
         self.copied.emit(text)
 
+    def refresh_palette(self) -> None:
+        """Re-colour SQL after a light/dark switch (highlighters pick colours for the palette)."""
+        from sqale_desktop.ui.sql_highlight import SqlHighlighter
+
+        for highlighter in self.findChildren(SqlHighlighter):
+            highlighter.refresh_palette()
+
     def stop_queries(self) -> None:
         self.sql.stop()
 

@@ -496,9 +496,24 @@ class MainWindow(QMainWindow):
 
         dialog = SettingsDialog(self.settings, self)
         if dialog.exec():
-            self.settings = dialog.result_settings()
-            self._save_settings()
-            self.settings_changed()
+            self.apply_settings(dialog.result_settings())
+
+    def apply_settings(self, new: Settings) -> None:
+        """Save new settings and apply them: time limits, theme, and the engine next time it loads."""
+        from PySide6.QtWidgets import QApplication
+
+        from sqale_desktop.ui.palette import apply_theme
+
+        old, self.settings = self.settings, new
+        self._save_settings()
+        for page in self.pages():
+            page.db.time_limit_s = new.query_time_limit_s
+        app = QApplication.instance()
+        if new.theme != old.theme and isinstance(app, QApplication):
+            apply_theme(app, new.theme)
+            for page in self.pages():
+                page.refresh_palette()
+        self.settings_changed()
 
     def settings_changed(self) -> None:
         """Rebuild the engine from the settings (a new model, another server)."""
@@ -509,8 +524,16 @@ class MainWindow(QMainWindow):
         from sqale_desktop.ui.model_manager import ModelManagerDialog
 
         dialog = ModelManagerDialog(self.pool, self)
+        dialog.model_chosen.connect(self._use_model)
+        dialog.models_changed.connect(self.settings_changed)
         dialog.exec()
-        self.settings_changed()
+        if self.has_engine:
+            self.offer.hide()
+
+    def _use_model(self, model_id: str) -> None:
+        import dataclasses
+
+        self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
 
     def offer_model_download(self) -> None:
         """First run without a model: say so where it cannot be missed, with a way to fix it."""

@@ -64,6 +64,14 @@ class ResultGrid(QTableView):
             context=Qt.ShortcutContext.WidgetShortcut,
         )
 
+    def fit_columns(self, max_width: int = 320) -> None:
+        """Size columns to the first page's contents, none wider than ``max_width`` pixels."""
+        self.resizeColumnsToContents()
+        header = self.horizontalHeader()
+        for column in range(header.count()):
+            if header.sectionSize(column) > max_width:
+                header.resizeSection(column, max_width)
+
     def copy_selection(self) -> str:
         model = self.model()
         if not isinstance(model, ResultTableModel):
@@ -207,6 +215,7 @@ class SqlPanel(QWidget):
         self.model = model
         self.grid.setModel(model)
         self.grid.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.grid.fit_columns()
         if old is not None:
             old.deleteLater()
         self._describe(model, seconds)

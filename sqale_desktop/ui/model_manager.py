@@ -1,0 +1,344 @@
+"""The model manager: installed models (use, verify, remove, import) and downloads from the hub.
+
+Everything slow (hub lookups, the download, hashing a 1 GB file) runs on the pool with progress
+and a cancel button; the dialog only shows what ``core.models`` reports.  Errors there are known
+conditions with messages for people (``ModelError``), shown under the list.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core.models.catalog import CATALOG, default_entry
+from sqale_desktop.core.models.registry import ModelRecord, Registry
+from sqale_desktop.ui.workers import JobContext, TaskPool
+
+
+def _size(n: int | None) -> str:
+    if not n:
+        return "?"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+class ModelManagerDialog(QDialog):
+    """Installed models and downloads.
+
+    Signals:
+        model_chosen(str): the user picked a model to use (its registry id).
+        models_changed(): the registry changed (added, removed).
+    """
+
+    model_chosen = Signal(str)
+    models_changed = Signal()
+
+    def __init__(
+        self, pool: TaskPool, parent: QWidget | None = None, registry: Registry | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Models")
+        self.resize(820, 520)
+        self._pool = pool
+        self.registry = registry or Registry()
+        self._job: JobContext | None = None
+        self._files: list[Any] = []
+
+        self.table = QTableWidget(0, 4, self)
+        self.table.setHorizontalHeaderLabels(["Model", "Size", "From", "Checkpoint"])
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.use_button = QPushButton("Use", self)
+        self.verify_button = QPushButton("Verify", self)
+        self.remove_button = QPushButton("Remove", self)
+        self.import_button = QPushButton("Import GGUF…", self)
+        self.use_button.clicked.connect(self.use_selected)
+        self.verify_button.clicked.connect(self.verify_selected)
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.import_button.clicked.connect(self.ask_import)
+        installed_buttons = QHBoxLayout()
+        for button in (self.use_button, self.verify_button, self.remove_button):
+            installed_buttons.addWidget(button)
+        installed_buttons.addStretch(1)
+        installed_buttons.addWidget(self.import_button)
+        installed = QGroupBox("Installed", self)
+        installed_layout = QVBoxLayout(installed)
+        installed_layout.addWidget(self.table)
+        installed_layout.addLayout(installed_buttons)
+
+        self.checkpoint = QComboBox(self)
+        for entry in CATALOG:
+            scores = f"SQaLe test {entry.accuracy.sqale_test:.1f}%, BIRD dev {entry.accuracy.bird_dev:.1f}%"
+            self.checkpoint.addItem(f"{entry.name} — {scores}", entry.repo_id)
+            self.checkpoint.setItemData(
+                self.checkpoint.count() - 1, entry.summary, Qt.ItemDataRole.ToolTipRole
+            )
+        self.checkpoint.setCurrentIndex(self.checkpoint.findData(default_entry().repo_id))
+        self.repo = QLineEdit(self)
+        self.repo.setPlaceholderText("GGUF repository (owner/name); Find fills it in")
+        self.find_button = QPushButton("Find GGUF builds", self)
+        self.find_button.clicked.connect(self.find_builds)
+        self.file = QComboBox(self)
+        self.download_button = QPushButton("Download", self)
+        self.download_button.clicked.connect(self.download)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        download = QGroupBox("Download from Hugging Face", self)
+        download_layout = QVBoxLayout(download)
+        row1 = QHBoxLayout()
+        row1.addWidget(QLabel("Checkpoint", download))
+        row1.addWidget(self.checkpoint, 1)
+        row2 = QHBoxLayout()
+        row2.addWidget(self.repo, 1)
+        row2.addWidget(self.find_button)
+        row3 = QHBoxLayout()
+        row3.addWidget(self.file, 1)
+        row3.addWidget(self.download_button)
+        row3.addWidget(self.cancel_button)
+        for row in (row1, row2, row3):
+            download_layout.addLayout(row)
+        download_layout.addWidget(self.progress)
+
+        self.message = QLabel("", self)
+        self.message.setWordWrap(True)
+        self.message.setObjectName("modelMessage")
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QPushButton("Close", self)
+        close.clicked.connect(self.accept)
+        layout = QVBoxLayout(self)
+        layout.addWidget(installed, 1)
+        layout.addWidget(download)
+        layout.addWidget(self.message)
+        bottom = QHBoxLayout()
+        bottom.addStretch(1)
+        bottom.addWidget(close)
+        layout.addLayout(bottom)
+        self.refresh()
+
+    # installed ------------------------------------------------------------------------------
+    def records(self) -> list[ModelRecord]:
+        try:
+            return self.registry.list()
+        except Exception as exc:  # a broken registry file is a known condition: say so
+            self.message.setText(f"Could not read the model registry: {exc}")
+            return []
+
+    def refresh(self) -> None:
+        records = self.records()
+        self.table.setRowCount(len(records))
+        for row, record in enumerate(records):
+            name = QTableWidgetItem(record.name)
+            name.setData(Qt.ItemDataRole.UserRole, record.id)
+            name.setToolTip(record.path)
+            missing = not Path(record.path).is_file()
+            if missing:
+                name.setText(f"{record.name} (file missing)")
+            self.table.setItem(row, 0, name)
+            self.table.setItem(row, 1, QTableWidgetItem(_size(record.size)))
+            self.table.setItem(row, 2, QTableWidgetItem(record.repo or record.origin))
+            self.table.setItem(row, 3, QTableWidgetItem(record.source_checkpoint or "—"))
+        has = bool(records)
+        for button in (self.use_button, self.verify_button, self.remove_button):
+            button.setEnabled(has)
+        if has and not self.table.selectedItems():
+            self.table.selectRow(0)
+        if not has and not self.message.text():
+            self.message.setText(
+                "No model installed yet. Download one below, or import a GGUF file you have."
+            )
+
+    def selected_id(self) -> str | None:
+        row = self.table.currentRow()
+        item = self.table.item(row, 0) if row >= 0 else None
+        value = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        return str(value) if value else None
+
+    def use_selected(self) -> None:
+        model_id = self.selected_id()
+        if model_id:
+            self.model_chosen.emit(model_id)
+            self.message.setText(f"Using {model_id}; it loads on the next question.")
+
+    def remove_selected(self) -> None:
+        model_id = self.selected_id()
+        if not model_id:
+            return
+        try:
+            record = self.registry.remove(model_id)
+        except Exception as exc:
+            self.message.setText(str(exc))
+            return
+        self.message.setText(f"Removed {record.id} from the list (the file stays at {record.path}).")
+        self.refresh()
+        self.models_changed.emit()
+
+    def verify_selected(self) -> None:
+        model_id = self.selected_id()
+        if not model_id or self._job is not None:
+            return
+        registry = self.registry
+        self._busy(f"Verifying {model_id}…")
+        self._job = self._pool.start(
+            lambda ctx: registry.verify(model_id, progress=lambda done, total: ctx.progress((done, total))),
+            finished=lambda result: self._done(result.message),
+            failed=lambda exc: self._done(str(exc)),
+            progress=self._bytes_progress,
+        )
+
+    def ask_import(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
+        if name:
+            self.import_file(Path(name))
+
+    def import_file(self, path: Path) -> None:
+        if self._job is not None:
+            return
+        registry = self.registry
+        self._busy(f"Importing {path.name} (hashing it once)…")
+        self._job = self._pool.start(
+            lambda ctx: registry.import_file(path, progress=lambda done, total: ctx.progress((done, total))),
+            finished=lambda record: self._done(f"Imported {record.id}.", changed=True),
+            failed=lambda exc: self._done(str(exc)),
+            progress=self._bytes_progress,
+        )
+
+    # download -------------------------------------------------------------------------------
+    def find_builds(self) -> None:
+        if self._job is not None:
+            return
+        checkpoint = str(self.checkpoint.currentData())
+        repo = self.repo.text().strip()
+        from sqale_desktop.core.models import hub
+
+        def job(_ctx: JobContext) -> tuple[str, list[Any]]:
+            found = repo or next(iter(hub.search_gguf_repos(checkpoint)), "")
+            if not found:
+                return "", []
+            return found, hub.list_gguf_files(found)
+
+        self._busy("Asking the hub…")
+        self._job = self._pool.start(job, finished=self._found, failed=lambda exc: self._done(str(exc)))
+
+    def _found(self, result: tuple[str, list[Any]]) -> None:
+        from sqale_desktop.core.models import hub
+
+        repo, files = result
+        self._files = files
+        self.file.clear()
+        if not repo:
+            self._done("No GGUF build of this checkpoint was found on the hub.")
+            return
+        self.repo.setText(repo)
+        for f in files:
+            self.file.addItem(f"{f.name} ({_size(f.size)})", f.name)
+        suggested = hub.suggest_file(files)
+        if suggested is not None:
+            self.file.setCurrentIndex(self.file.findData(suggested.name))
+        self._done(f"{len(files)} GGUF files in {repo}.")
+
+    def download(self) -> None:
+        if self._job is not None:
+            return
+        repo = self.repo.text().strip()
+        name = self.file.currentData()
+        if not repo or not name:
+            self.message.setText("Find a GGUF build first (or type its repository and press Find).")
+            return
+        from sqale_desktop.core.models.download import download_model
+        from sqale_desktop.core.models.hub import hub_token
+
+        checkpoint = str(self.checkpoint.currentData())
+        registry = self.registry
+
+        def job(ctx: JobContext) -> Any:
+            return download_model(
+                repo,
+                str(name),
+                token=hub_token(),
+                source_checkpoint=checkpoint,
+                registry=registry,
+                progress=ctx.progress,
+                cancel=ctx.cancel,
+            )
+
+        self._busy(f"Downloading {name}…")
+        self._job = self._pool.start(
+            job,
+            finished=lambda result: self._done(
+                " ".join([f"Installed {result.record.id}.", *result.notes]), changed=True
+            ),
+            failed=lambda exc: self._done(str(exc)),
+            progress=self._download_progress,
+        )
+
+    def cancel(self) -> None:
+        if self._job is not None:
+            self._job.request_cancel()
+            self.message.setText("Cancelling…")
+
+    # progress -------------------------------------------------------------------------------
+    def _busy(self, text: str) -> None:
+        self.message.setText(text)
+        self.progress.setValue(0)
+        self.cancel_button.setEnabled(True)
+        for button in (self.download_button, self.find_button, self.verify_button, self.import_button):
+            button.setEnabled(False)
+
+    def _done(self, text: str, changed: bool = False) -> None:
+        self._job = None
+        self.message.setText(text)
+        self.cancel_button.setEnabled(False)
+        for button in (self.download_button, self.find_button, self.import_button):
+            button.setEnabled(True)
+        self.refresh()
+        if changed:
+            self.progress.setValue(self.progress.maximum())
+            self.models_changed.emit()
+
+    def _bytes_progress(self, value: tuple[int, int]) -> None:
+        done, total = value
+        if total > 0:
+            self.progress.setValue(int(1000 * done / total))
+
+    def _download_progress(self, report: Any) -> None:
+        if report.total > 0:
+            self.progress.setValue(int(1000 * report.done / report.total))
+        if report.message:
+            self.message.setText(report.message)
+        elif report.phase == "download":
+            eta = f", {report.eta_s:.0f} s left" if report.eta_s is not None else ""
+            self.message.setText(
+                f"{_size(report.done)} of {_size(report.total)} at {report.speed_bps / 2**20:.1f} MiB/s{eta}"
+                + (" (stalled, retrying)" if report.stalled else "")
+            )
+
+    def done(self, result: int) -> None:
+        """Closing the dialog cancels what it started (the pool is joined by the window)."""
+        if self._job is not None:
+            self._job.request_cancel()
+        super().done(result)

@@ -1,0 +1,188 @@
+"""The settings dialog: engine, server, hardware, context, sampling, limits, theme.
+
+Defaults come from ``core.settings`` (the model card's sampling, a 16k context).  The server's API
+key goes to the keyring through ``core.secrets``, never into the settings file; without a keyring
+the dialog says the key lasts for this session only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sqale_desktop.core import secrets
+from sqale_desktop.core.settings import Settings
+
+ENGINE_LABELS = {"llama": "Local model (llama.cpp, in this app)", "openai": "OpenAI-compatible server"}
+GPU_LABELS = {"auto": "Automatic", "all": "All layers", "none": "None (CPU only)"}
+
+
+def _double(value: float, low: float, high: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    box.setDecimals(decimals)
+    box.setValue(value)
+    return box
+
+
+def _int(value: int, low: int, high: int, step: int = 1, special: str = "") -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    if special:
+        box.setSpecialValueText(special)
+    box.setValue(value)
+    return box
+
+
+class SettingsDialog(QDialog):
+    """Edit a copy of the settings; ``result_settings()`` after ``exec()`` returns the new ones."""
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self._original = settings
+        form = QFormLayout()
+
+        self.engine = QComboBox(self)
+        for key, label in ENGINE_LABELS.items():
+            self.engine.addItem(label, key)
+        if settings.engine not in ENGINE_LABELS:
+            self.engine.addItem(settings.engine, settings.engine)
+        self.engine.setCurrentIndex(self.engine.findData(settings.engine))
+        self.engine.currentIndexChanged.connect(self._engine_changed)
+        form.addRow("Engine", self.engine)
+
+        self.server_url = QLineEdit(settings.server_url, self)
+        form.addRow("Server URL", self.server_url)
+        self.api_key = QLineEdit(self)
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("(none)")
+        try:
+            self.api_key.setText(secrets.get_secret(secrets.SERVER_API_KEY) or "")
+        except secrets.SecretError as exc:
+            self.api_key.setPlaceholderText(str(exc))
+        form.addRow("API key", self.api_key)
+        self.keyring_note = QLabel(secrets.keyring_message() or "Stored in the system keyring.", self)
+        self.keyring_note.setWordWrap(True)
+        self.keyring_note.setObjectName("keyringNote")
+        form.addRow("", self.keyring_note)
+
+        gpu_row = QWidget(self)
+        gpu_layout = QHBoxLayout(gpu_row)
+        gpu_layout.setContentsMargins(0, 0, 0, 0)
+        self.gpu_mode = QComboBox(gpu_row)
+        for key, label in GPU_LABELS.items():
+            self.gpu_mode.addItem(label, key)
+        self.gpu_mode.addItem("This many layers:", "count")
+        self.gpu_layers = _int(settings.gpu_layers if isinstance(settings.gpu_layers, int) else 0, 0, 999)
+        mode = "count" if isinstance(settings.gpu_layers, int) else settings.gpu_layers
+        self.gpu_mode.setCurrentIndex(self.gpu_mode.findData(mode))
+        self.gpu_mode.currentIndexChanged.connect(
+            lambda _i: self.gpu_layers.setEnabled(self.gpu_mode.currentData() == "count")
+        )
+        self.gpu_layers.setEnabled(mode == "count")
+        gpu_layout.addWidget(self.gpu_mode)
+        gpu_layout.addWidget(self.gpu_layers)
+        form.addRow("GPU layers", gpu_row)
+
+        self.threads = _int(settings.n_threads, 0, 256, special="One per core")
+        form.addRow("CPU threads", self.threads)
+        self.n_ctx = _int(settings.n_ctx, 2048, 262_144, 1024)
+        form.addRow("Context (tokens)", self.n_ctx)
+        self.temperature = _double(settings.temperature, 0.0, 2.0, 0.05)
+        form.addRow("Temperature", self.temperature)
+        self.top_p = _double(settings.top_p, 0.0, 1.0, 0.05)
+        form.addRow("Top-p", self.top_p)
+        self.top_k = _int(settings.top_k, 0, 1000, special="Off")
+        form.addRow("Top-k", self.top_k)
+        self.min_p = _double(settings.min_p, 0.0, 1.0, 0.01)
+        form.addRow("Min-p", self.min_p)
+        self.time_limit = _double(settings.query_time_limit_s, 0.5, 3600.0, 1.0, 1)
+        self.time_limit.setSuffix(" s")
+        form.addRow("Query time limit", self.time_limit)
+        self.max_rows = _int(settings.max_rows, 1, 10_000_000, 100)
+        form.addRow("Max rows in an answer", self.max_rows)
+        self.theme = QComboBox(self)
+        for key in ("system", "light", "dark"):
+            self.theme.addItem(key.capitalize() if key != "system" else "Follow the system", key)
+        self.theme.setCurrentIndex(self.theme.findData(settings.theme))
+        form.addRow("Appearance", self.theme)
+
+        defaults = QPushButton("Model card defaults", self)
+        defaults.setToolTip("Sampling and context as the model card recommends")
+        defaults.clicked.connect(self.reset_sampling)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.addButton(defaults, QDialogButtonBox.ButtonRole.ResetRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        self.message = QLabel("", self)
+        self.message.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.message)
+        layout.addWidget(buttons)
+        self._engine_changed()
+
+    def _engine_changed(self) -> None:
+        server = self.engine.currentData() == "openai"
+        for widget in (self.server_url, self.api_key, self.keyring_note):
+            widget.setEnabled(server)
+        for widget in (self.gpu_mode, self.threads):
+            widget.setEnabled(not server)
+        self.gpu_layers.setEnabled(not server and self.gpu_mode.currentData() == "count")
+
+    def reset_sampling(self) -> None:
+        defaults = Settings()
+        self.temperature.setValue(defaults.temperature)
+        self.top_p.setValue(defaults.top_p)
+        self.top_k.setValue(defaults.top_k)
+        self.min_p.setValue(defaults.min_p)
+        self.n_ctx.setValue(defaults.n_ctx)
+
+    def accept(self) -> None:
+        """Store the API key (keyring, or memory with a note) and close."""
+        try:
+            in_keyring = secrets.set_secret(secrets.SERVER_API_KEY, self.api_key.text().strip())
+        except secrets.SecretError as exc:
+            self.message.setText(str(exc))
+            return
+        if self.api_key.text().strip() and not in_keyring:
+            self.message.setText("No keyring: the API key is kept for this session only.")
+        super().accept()
+
+    def result_settings(self) -> Settings:
+        mode = self.gpu_mode.currentData()
+        gpu = self.gpu_layers.value() if mode == "count" else mode
+        return dataclasses.replace(
+            self._original,
+            engine=self.engine.currentData(),
+            server_url=self.server_url.text().strip() or self._original.server_url,
+            gpu_layers=gpu,
+            n_threads=self.threads.value(),
+            n_ctx=self.n_ctx.value(),
+            temperature=round(self.temperature.value(), 4),
+            top_p=round(self.top_p.value(), 4),
+            top_k=self.top_k.value(),
+            min_p=round(self.min_p.value(), 4),
+            query_time_limit_s=round(self.time_limit.value(), 3),
+            max_rows=self.max_rows.value(),
+            theme=self.theme.currentData(),
+        )

