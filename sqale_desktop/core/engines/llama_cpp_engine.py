@@ -1,0 +1,499 @@
+"""The in-process llama.cpp engine: a GGUF loaded once, episodes kept as token ids.
+
+Why token level: re-tokenizing sampled text does not always give the sampled ids back, and
+Qwen3.5 is a hybrid model whose recurrent state llama.cpp cannot roll back, so any mismatch
+between the prompt and what is already evaluated costs a full re-evaluation (minutes at 12k
+tokens).  A session therefore holds the exact ids: the sampled ones (end-of-turn token included)
+and each appended text tokenized on its own.  Before sampling, the engine evaluates only what
+its memory lacks; ``EngineStats.evaluated_tokens`` counts every token the model actually ran.
+
+Threads: a ``llama_cpp.Llama`` context is not thread-safe.  This engine does not own a thread:
+the caller (the UI's long-lived model worker, or the CLI's main thread) must use an engine and
+its sessions from one thread at a time.  Misuse is caught, not tolerated: entering the engine
+while another thread is inside it raises ``RuntimeError``.  Only ``cancel`` (a
+``threading.Event``) is meant to be touched from other threads.  An owner-thread executor was
+rejected because the episode loop is itself a generator that must run on the same thread as
+the tools' SQLite connection; wrapping the engine in another thread would add a hand-off per
+token for nothing.
+
+Cancellation: checked between sampled tokens; a prefill runs in ``n_batch`` chunks with the
+flag checked between chunks, and llama.cpp's abort callback stops a running chunk within
+milliseconds.  An aborted decode leaves this model's memory inconsistent, so the sequence state
+is snapshotted before a multi-chunk prefill and restored after an abort.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sqale_desktop.core.engines.base import (
+    EngineError,
+    EngineInfo,
+    EngineStats,
+    FinishReason,
+    SamplingParams,
+)
+from sqale_desktop.core.engines.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama_sampler import SamplerChain
+
+GpuLayers = int | Literal["auto", "all"]
+
+_ALL_LAYERS = -1
+_DECODE_ABORTED = 2
+
+
+def gpu_layer_attempts(requested: GpuLayers, supports_offload: bool, n_layers: int | None) -> list[int]:
+    """The ``n_gpu_layers`` values to try in order, ending on the CPU (0).
+
+    "auto" offloads everything when the build can offload; when loading with offload fails
+    (not enough GPU memory, driver trouble), fewer layers are tried, then none.
+    """
+    if not supports_offload:
+        return [0]
+    first = _ALL_LAYERS if requested == "auto" or requested == "all" else int(requested)
+    if first == 0:
+        return [0]
+    attempts = [first]
+    layers = n_layers if first < 0 else first
+    if layers:
+        half = layers // 2
+        while half >= 1:
+            attempts.append(half)
+            half //= 2
+    attempts.append(0)
+    return attempts
+
+
+def _rss_bytes() -> int:
+    """Resident set size of this process (Linux); 0 where unknown."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class _Memory:
+    """What the context's memory holds: the token ids evaluated, in order, for sequence 0."""
+
+    tokens: list[int]
+    # True when the logits of the last evaluated token are still available for sampling.
+    logits_ready: bool = False
+
+
+class LlamaEngine:
+    """A GGUF model loaded in-process through llama-cpp-python.  Implements ``base.Engine``."""
+
+    name = "llama"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 16384,
+        n_gpu_layers: GpuLayers = "auto",
+        n_threads: int | None = None,
+        n_ubatch: int = 128,
+        n_batch: int = 512,
+        verbose: bool = False,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.requested_gpu_layers: GpuLayers = n_gpu_layers
+        self.n_threads = n_threads or physical_cores()
+        self.n_ubatch = n_ubatch
+        self.n_batch = max(n_batch, n_ubatch)
+        self.verbose = verbose
+        self.notes: list[str] = []
+        self.gpu_layers = 0
+        self.resident_bytes = 0
+        self._llama: Any = None
+        self._lib: Any = None
+        self._memory = _Memory(tokens=[])
+        self._guard = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._vocab: Any = None
+        self._n_vocab = 0
+        self._add_bos = False
+        self._bos = 0
+        self.im_end: int | None = None
+        self.endoftext: int | None = None
+        self.weights_bytes = 0
+        self._pieces: dict[int, bytes] = {}
+        self._abort_flag: threading.Event | None = None
+        self._abort_cb: Any = None
+
+    # -- loading ---------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
+
+    def load(self) -> EngineInfo:
+        """Load the model now (otherwise the first session does); retries with fewer GPU layers."""
+        with self._entered():
+            self._load()
+        return self.info()
+
+    def _load(self) -> None:
+        if self._llama is not None:
+            return
+        if not self.model_path.is_file():
+            raise EngineError(f"model file not found: {self.model_path}")
+        import llama_cpp
+
+        self._lib = llama_cpp
+        supports = bool(llama_cpp.llama_supports_gpu_offload())
+        attempts = gpu_layer_attempts(self.requested_gpu_layers, supports, None)
+        rss_before = _rss_bytes()
+        errors: list[str] = []
+        for layers in attempts:
+            try:
+                self._llama = llama_cpp.Llama(
+                    str(self.model_path),
+                    n_ctx=self.n_ctx,
+                    n_batch=self.n_batch,
+                    n_ubatch=self.n_ubatch,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    n_gpu_layers=layers,
+                    verbose=self.verbose,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                errors.append(f"n_gpu_layers={layers}: {exc}")
+                continue
+            break
+        if self._llama is None:
+            raise EngineError(f"could not load {self.model_path.name}: " + "; ".join(errors))
+        n_layers = int(llama_cpp.llama_model_n_layer(self._llama.model))
+        chosen = attempts[len(errors)]
+        self.gpu_layers = 0 if not supports else (n_layers if chosen < 0 else min(chosen, n_layers))
+        if errors:
+            where = f"{self.gpu_layers} GPU layers" if self.gpu_layers else "the CPU"
+            self.notes.append(f"loading with more GPU layers failed ({errors[-1]}); loaded on {where}")
+        if not supports and self.requested_gpu_layers not in ("auto", 0):
+            self.notes.append("this llama-cpp-python build cannot offload to a GPU; running on the CPU")
+        self._vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
+        self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+        self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        self._bos = int(llama_cpp.llama_vocab_bos(self._vocab))
+        self.im_end = self._special_id("<|im_end|>")
+        self.endoftext = self._special_id("<|endoftext|>")
+        self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
+        self.weights_bytes = int(llama_cpp.llama_model_size(self._llama.model))
+        grown = _rss_bytes() - rss_before
+        self.resident_bytes = grown if grown > 0 else self.weights_bytes
+
+    def _special_id(self, text: str) -> int | None:
+        ids = self._llama.tokenize(text.encode(), add_bos=False, special=True)
+        return int(ids[0]) if len(ids) == 1 else None
+
+    def _require(self) -> None:
+        if self._llama is None:
+            self._load()
+
+    @contextlib.contextmanager
+    def _entered(self) -> Iterator[None]:
+        """Mark the engine busy for this thread; another thread entering meanwhile is a bug."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner is not None and self._owner != me:
+                raise RuntimeError("LlamaEngine used from two threads at once; it must have one owner thread")
+            self._owner = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+
+    # -- Engine protocol -------------------------------------------------------------------
+
+    def describe(self) -> str:
+        if self.gpu_layers:
+            return f"local GPU ({self.gpu_layers} layers)"
+        return "local CPU"
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            kind=self.name,
+            description=self.describe(),
+            gpu_layers=self.gpu_layers,
+            resident_bytes=self.resident_bytes,
+            notes=list(self.notes),
+        )
+
+    @property
+    def supports_gpu_offload(self) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_supports_gpu_offload())
+
+    def chat_template(self) -> str | None:
+        with self._entered():
+            self._require()
+            template = self._llama.metadata.get("tokenizer.chat_template")
+        return str(template) if template else None
+
+    def new_session(self, prompt: str) -> LlamaSession:
+        """A session whose history starts with ``prompt`` (BOS first only if the model wants one)."""
+        with self._entered():
+            self._require()
+            start = [self._bos] if self._add_bos else []
+            return LlamaSession(self, start + self.tokenize(prompt))
+
+    def close(self) -> None:
+        """Free the model and context (the engine can be loaded again)."""
+        with self._entered():
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+                self._pieces = {}
+            self._memory = _Memory(tokens=[])
+
+    # -- token level helpers (used by sessions, on the owner thread) -----------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        """Text tokenized on its own: special tokens parsed, no BOS."""
+        return [int(t) for t in self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)]
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token, special tokens rendered (``<think>`` must reach the prompt text)."""
+        cached = self._pieces.get(token)
+        if cached is not None:
+            return cached
+        buf = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
+        piece = buf.raw[:n]
+        self._pieces[token] = piece
+        return piece
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._lib.llama_vocab_is_eog(self._vocab, token))
+
+    @property
+    def evaluated_tokens(self) -> list[int]:
+        """Ids currently in the model's memory (a copy)."""
+        return list(self._memory.tokens)
+
+    def _should_abort(self, _data: Any) -> bool:
+        flag = self._abort_flag
+        return flag is not None and flag.is_set()
+
+    def _decode(self, tokens: list[int]) -> int:
+        """Decode ``tokens`` after what memory holds; logits only for the last one."""
+        arr = (self._lib.llama_token * len(tokens))(*tokens)
+        batch = self._lib.llama_batch_get_one(arr, len(tokens))
+        return int(self._lib.llama_decode(self._llama.ctx, batch))
+
+    def _reset_memory(self) -> None:
+        mem = self._lib.llama_get_memory(self._llama.ctx)
+        self._lib.llama_memory_clear(mem, True)
+        self._memory = _Memory(tokens=[])
+
+    def _snapshot(self) -> Any:
+        size = int(self._lib.llama_state_seq_get_size(self._llama.ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        written = int(self._lib.llama_state_seq_get_data(self._llama.ctx, buf, size, 0))
+        return buf if written == size else None
+
+    def _restore(self, snapshot: Any, tokens: list[int]) -> None:
+        mem = self._lib.llama_get_memory(self._llama.ctx)
+        self._lib.llama_memory_clear(mem, True)
+        if snapshot is not None and tokens:
+            ok = int(self._lib.llama_state_seq_set_data(self._llama.ctx, snapshot, len(snapshot), 0))
+            if ok:
+                self._memory = _Memory(tokens=list(tokens))
+                return
+        self._memory = _Memory(tokens=[])
+
+    def ensure_evaluated(self, history: list[int], cancel: threading.Event, stats: EngineStats) -> bool:
+        """Make memory hold exactly ``history`` with its last logits ready; False if cancelled.
+
+        A pure extension of what memory holds evaluates only the new suffix.  Anything else (a
+        different session, an edited history) clears memory and evaluates everything: the hybrid
+        model's recurrent state cannot be truncated.
+        """
+        if len(history) > self.n_ctx:
+            raise EngineError(f"the prompt ({len(history)} tokens) exceeds the context ({self.n_ctx} tokens)")
+        held = self._memory.tokens
+        if held == history and self._memory.logits_ready:
+            return True
+        if len(held) >= len(history) or history[: len(held)] != held:
+            self._reset_memory()
+        todo = history[len(self._memory.tokens) :]
+        started = time.perf_counter()
+        try:
+            return self._prefill(todo, cancel, stats)
+        finally:
+            stats.prefill_seconds += time.perf_counter() - started
+
+    def _prefill(self, todo: list[int], cancel: threading.Event, stats: EngineStats) -> bool:
+        """Evaluate ``todo`` in ``n_batch`` chunks; an abort loses at most the chunk it interrupted."""
+        chunks = [todo[i : i + self.n_batch] for i in range(0, len(todo), self.n_batch)]
+        self._abort_flag = cancel
+        self._lib.llama_set_abort_callback(self._llama.ctx, self._abort_cb, None)
+        try:
+            for chunk in chunks:
+                if cancel.is_set():
+                    return False
+                # Even one chunk takes seconds on a 2B model; the snapshot (a few ms) is what
+                # makes aborting it safe for the hybrid model's memory.
+                before = list(self._memory.tokens)
+                snapshot = self._snapshot() if before else None
+                status = self._decode(chunk)
+                if status == _DECODE_ABORTED:
+                    self._restore(snapshot, before)
+                    return False
+                if status != 0:
+                    self._reset_memory()
+                    raise EngineError(f"llama_decode failed ({status}) while evaluating the prompt")
+                self._memory.tokens.extend(chunk)
+                self._memory.logits_ready = True
+                stats.evaluated_tokens += len(chunk)
+        finally:
+            self._abort_flag = None
+            self._lib.llama_set_abort_callback(self._llama.ctx, self._lib.ggml_abort_callback(0), None)
+        return True
+
+    def decode_one(self, token: int, stats: EngineStats) -> None:
+        """Evaluate one sampled token (it extends memory by exactly that token)."""
+        status = self._decode([token])
+        if status != 0:
+            self._reset_memory()
+            raise EngineError(f"llama_decode failed ({status}) while generating")
+        self._memory.tokens.append(token)
+        self._memory.logits_ready = True
+        stats.evaluated_tokens += 1
+
+    def sample(self, chain: SamplerChain) -> int:
+        token = chain.sample(self._llama.ctx)
+        return token
+
+    def sampler(self, params: SamplingParams) -> SamplerChain:
+        return SamplerChain(params, self._n_vocab)
+
+
+class LlamaSession:
+    """One episode as token ids inside a ``LlamaEngine``.  Implements ``base.EngineSession``.
+
+    ``history`` is authoritative.  The last sampled token (the end-of-turn token, or the last
+    one before a length/cancel stop) is not evaluated when sampled; the next ``generate``
+    evaluates it first, so a turn boundary costs nothing.
+    """
+
+    def __init__(self, engine: LlamaEngine, history: list[int]) -> None:
+        self._engine = engine
+        self.history: list[int] = history
+        self._pieces: list[bytes] = [engine.piece(t) for t in history]
+        self._stats = EngineStats(prompt_tokens=len(history))
+        self._finish: FinishReason = "stop"
+        self._sampled_last = False
+        self._closed = False
+
+    @property
+    def prompt_text(self) -> str:
+        return b"".join(self._pieces).decode("utf-8", errors="replace")
+
+    @property
+    def stats(self) -> EngineStats:
+        return self._stats
+
+    @property
+    def last_finish_reason(self) -> FinishReason:
+        return self._finish
+
+    def _push(self, tokens: list[int]) -> None:
+        self.history.extend(tokens)
+        self._pieces.extend(self._engine.piece(t) for t in tokens)
+        self._stats.prompt_tokens = len(self.history)
+
+    def append(self, text: str) -> None:
+        self._check_open()
+        with self._engine._entered():
+            self._push(self._engine.tokenize(text))
+            self._sampled_last = False
+
+    def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
+        """Sample up to ``max_tokens`` tokens, yielding decoded text as soon as it is whole UTF-8."""
+        self._check_open()
+        engine = self._engine
+        with engine._entered():
+            self._finish = "cancelled"
+            self._sampled_last = False
+            if not engine.ensure_evaluated(self.history, cancel, self._stats):
+                return
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            chain = engine.sampler(sampling)
+            started = time.perf_counter()
+            try:
+                produced = 0
+                while True:
+                    if cancel.is_set():
+                        self._finish = "cancelled"
+                        break
+                    if produced >= max_tokens or len(self.history) >= engine.n_ctx:
+                        self._finish = "length"
+                        break
+                    if produced:
+                        engine.decode_one(self.history[-1], self._stats)
+                    token = engine.sample(chain)
+                    produced += 1
+                    self._stats.completion_tokens += 1
+                    self._push([token])
+                    self._sampled_last = True
+                    if engine.is_eog(token):
+                        self._finish = "stop"
+                        break
+                    text = decoder.decode(self._pieces[-1])
+                    if text:
+                        yield text
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    yield tail
+            finally:
+                chain.close()
+                self._stats.decode_seconds += time.perf_counter() - started
+
+    def end_turn(self) -> None:
+        """Make the history end in ``<|im_end|>`` without touching anything already evaluated.
+
+        An ``<|endoftext|>`` just sampled (never evaluated) is swapped for ``<|im_end|>``; after
+        a length or cancel stop, ``<|im_end|>`` is appended after the last sampled token.
+        """
+        self._check_open()
+        engine = self._engine
+        with engine._entered():
+            im_end = engine.im_end
+            if im_end is None:
+                raise EngineError("the model's vocabulary has no <|im_end|> token")
+            if self.history and self.history[-1] == im_end:
+                return
+            if self._sampled_last and self.history and engine.is_eog(self.history[-1]):
+                self.history.pop()
+                self._pieces.pop()
+            self._push([im_end])
+            self._sampled_last = False
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineError("this session is closed")

@@ -1,0 +1,341 @@
+"""What llama.cpp's ``qwen35`` loader expects of a GGUF: metadata keys, tensor names and shapes.
+
+Worked out from the llama.cpp vendored in llama-cpp-python 0.3.36 (``src/models/qwen35.cpp``,
+``src/llama-arch.cpp``) and its converter (``conversion/qwen.py``: ``Qwen3_5TextModel``).  Two
+writers share it: the random-weight test/benchmark model (``synthetic_gguf``) and the on-device
+converter of real checkpoints (issue 6), so the knowledge lives in one place.
+
+Shapes here are NumPy shapes (rows, columns), i.e. llama.cpp's ``{ne0, ne1}`` reversed: a
+projection from ``n_in`` to ``n_out`` features is stored as an ``(n_out, n_in)`` array, exactly
+as in a Hugging Face checkpoint.
+
+The loader's facts that matter when writing a file:
+
+* Block ``i`` is full (gated) attention when ``(i + 1) % full_attention_interval == 0`` and Gated
+  DeltaNet linear attention otherwise (``{arch}.attention.recurrent_layers`` may override).
+* Full attention's ``attn_q`` projects to ``2 * n_head * head_dim``: query and output gate
+  interleaved per head, as the checkpoint stores ``q_proj``.
+* Linear attention's ``attn_qkv`` rows are ``[q (k_heads*k_dim), k (k_heads*k_dim), v
+  (v_heads*v_dim)]``; ``ssm_conv1d`` is ``(conv_dim, kernel)``; ``ssm_a`` holds ``-exp(A_log)``
+  (no ``.weight`` suffix); ``ssm_dt`` is a ``.bias``.
+* RMSNorm weights other than the DeltaNet output norm are stored as ``1 + w`` (Qwen3-Next's
+  zero-centred norm convention, the converter adds 1).
+* With tied embeddings no ``output.weight`` is written; llama.cpp reuses ``token_embd``.
+* ``{arch}.rope.dimension_sections`` is required (interleaved M-RoPE, default ``[11, 11, 10, 0]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ARCH = "qwen35"
+
+DEFAULT_MROPE_SECTIONS: tuple[int, int, int, int] = (11, 11, 10, 0)
+
+
+@dataclass(frozen=True)
+class Qwen35Shape:
+    """The text model's hyper-parameters, named as in the checkpoint's ``config.json``."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_key_head_dim: int
+    linear_value_head_dim: int
+    linear_conv_kernel_dim: int = 4
+    full_attention_interval: int = 4
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10_000_000.0
+    partial_rotary_factor: float = 0.25
+    mrope_section: tuple[int, ...] = DEFAULT_MROPE_SECTIONS
+    max_position_embeddings: int = 262_144
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def from_hf_config(cls, config: Mapping[str, Any]) -> Qwen35Shape:
+        """Read a Qwen3.5 ``config.json`` (the multimodal one nests the text part in ``text_config``)."""
+        text: dict[str, Any] = {**config, **config.get("text_config", {})}
+        rope: dict[str, Any] = dict(text.get("rope_parameters") or text.get("rope_scaling") or {})
+        section = rope.get("mrope_section")
+        mrope = tuple(int(v) for v in section) if section else DEFAULT_MROPE_SECTIONS
+        mrope = ((*mrope, 0, 0, 0, 0))[:4]
+        hidden = int(text["hidden_size"])
+        heads = int(text["num_attention_heads"])
+        return cls(
+            vocab_size=int(text["vocab_size"]),
+            hidden_size=hidden,
+            num_hidden_layers=int(text["num_hidden_layers"]),
+            intermediate_size=int(text["intermediate_size"]),
+            num_attention_heads=heads,
+            num_key_value_heads=int(text["num_key_value_heads"]),
+            head_dim=int(text.get("head_dim") or hidden // heads),
+            linear_num_key_heads=int(text["linear_num_key_heads"]),
+            linear_num_value_heads=int(text["linear_num_value_heads"]),
+            linear_key_head_dim=int(text["linear_key_head_dim"]),
+            linear_value_head_dim=int(text["linear_value_head_dim"]),
+            linear_conv_kernel_dim=int(text.get("linear_conv_kernel_dim", 4)),
+            full_attention_interval=int(text.get("full_attention_interval", 4)),
+            rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)),
+            rope_theta=float(rope.get("rope_theta", text.get("rope_theta", 10_000_000.0))),
+            partial_rotary_factor=float(
+                rope.get("partial_rotary_factor", text.get("partial_rotary_factor", 0.25))
+            ),
+            mrope_section=mrope,
+            max_position_embeddings=int(text.get("max_position_embeddings", 262_144)),
+            tie_word_embeddings=bool(
+                config.get("tie_word_embeddings", text.get("tie_word_embeddings", True))
+            ),
+        )
+
+    def is_full_attention(self, block: int) -> bool:
+        """Whether block ``block`` is a full-attention block (the rest are linear attention)."""
+        return (block + 1) % self.full_attention_interval == 0
+
+    @property
+    def rope_dimension_count(self) -> int:
+        return int(self.head_dim * self.partial_rotary_factor)
+
+    @property
+    def linear_key_dim(self) -> int:
+        return self.linear_num_key_heads * self.linear_key_head_dim
+
+    @property
+    def linear_value_dim(self) -> int:
+        return self.linear_num_value_heads * self.linear_value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.linear_key_dim + self.linear_value_dim
+
+
+# Qwen3.5-2B's text part (its public config.json); the 0.8B and larger sizes differ only in numbers.
+QWEN35_2B = Qwen35Shape(
+    vocab_size=248_320,
+    hidden_size=2048,
+    num_hidden_layers=24,
+    intermediate_size=6144,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=256,
+    linear_num_key_heads=16,
+    linear_num_value_heads=16,
+    linear_key_head_dim=128,
+    linear_value_head_dim=128,
+)
+
+
+def metadata(shape: Qwen35Shape) -> dict[str, Any]:
+    """The architecture's GGUF key/value pairs (tokenizer keys excluded), keyed by their full names.
+
+    Integers must be written as uint32 and floats as float32, as ``gguf.GGUFWriter``'s ``add_*``
+    helpers do; ``apply_metadata`` writes them that way.
+    """
+    a = ARCH
+    return {
+        f"{a}.block_count": shape.num_hidden_layers,
+        f"{a}.context_length": shape.max_position_embeddings,
+        f"{a}.embedding_length": shape.hidden_size,
+        f"{a}.feed_forward_length": shape.intermediate_size,
+        f"{a}.attention.head_count": shape.num_attention_heads,
+        f"{a}.attention.head_count_kv": shape.num_key_value_heads,
+        f"{a}.attention.key_length": shape.head_dim,
+        f"{a}.attention.value_length": shape.head_dim,
+        f"{a}.attention.layer_norm_rms_epsilon": shape.rms_norm_eps,
+        f"{a}.rope.freq_base": shape.rope_theta,
+        f"{a}.rope.dimension_count": shape.rope_dimension_count,
+        f"{a}.rope.dimension_sections": list(shape.mrope_section),
+        f"{a}.ssm.conv_kernel": shape.linear_conv_kernel_dim,
+        f"{a}.ssm.state_size": shape.linear_key_head_dim,
+        f"{a}.ssm.group_count": shape.linear_num_key_heads,
+        f"{a}.ssm.time_step_rank": shape.linear_num_value_heads,
+        f"{a}.ssm.inner_size": shape.linear_value_dim,
+        f"{a}.full_attention_interval": shape.full_attention_interval,
+    }
+
+
+def apply_metadata(writer: Any, shape: Qwen35Shape) -> None:
+    """Write ``metadata(shape)`` through a ``gguf.GGUFWriter`` created with ``arch="qwen35"``."""
+    w = writer
+    w.add_block_count(shape.num_hidden_layers)
+    w.add_context_length(shape.max_position_embeddings)
+    w.add_embedding_length(shape.hidden_size)
+    w.add_feed_forward_length(shape.intermediate_size)
+    w.add_head_count(shape.num_attention_heads)
+    w.add_head_count_kv(shape.num_key_value_heads)
+    w.add_key_length(shape.head_dim)
+    w.add_value_length(shape.head_dim)
+    w.add_layer_norm_rms_eps(shape.rms_norm_eps)
+    w.add_rope_freq_base(shape.rope_theta)
+    w.add_rope_dimension_count(shape.rope_dimension_count)
+    w.add_rope_dimension_sections(list(shape.mrope_section))
+    w.add_ssm_conv_kernel(shape.linear_conv_kernel_dim)
+    w.add_ssm_state_size(shape.linear_key_head_dim)
+    w.add_ssm_group_count(shape.linear_num_key_heads)
+    w.add_ssm_time_step_rank(shape.linear_num_value_heads)
+    w.add_ssm_inner_size(shape.linear_value_dim)
+    w.add_full_attention_interval(shape.full_attention_interval)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One tensor the loader reads: GGUF name, NumPy shape, and how it is initialised/kept.
+
+    ``kind`` is ``"matrix"`` (a projection, quantizable), ``"norm"`` (RMSNorm weight stored as
+    ``1 + w``), ``"ssm_norm"`` (the DeltaNet output norm, stored as is), ``"ssm_a"`` (negative
+    decay rates), ``"bias"`` (the DeltaNet time-step bias) or ``"conv"`` (the short convolution).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str
+
+
+def tensor_specs(shape: Qwen35Shape) -> list[TensorSpec]:
+    """Every tensor of the text model in file order (embedding, blocks, output)."""
+    s = shape
+    n, hd = s.hidden_size, s.head_dim
+    specs = [TensorSpec("token_embd.weight", (s.vocab_size, n), "matrix")]
+    for i in range(s.num_hidden_layers):
+        b = f"blk.{i}"
+        specs.append(TensorSpec(f"{b}.attn_norm.weight", (n,), "norm"))
+        if s.is_full_attention(i):
+            specs += [
+                TensorSpec(f"{b}.attn_q.weight", (2 * s.num_attention_heads * hd, n), "matrix"),
+                TensorSpec(f"{b}.attn_k.weight", (s.num_key_value_heads * hd, n), "matrix"),
+                TensorSpec(f"{b}.attn_v.weight", (s.num_key_value_heads * hd, n), "matrix"),
+                TensorSpec(f"{b}.attn_output.weight", (n, s.num_attention_heads * hd), "matrix"),
+                TensorSpec(f"{b}.attn_q_norm.weight", (hd,), "norm"),
+                TensorSpec(f"{b}.attn_k_norm.weight", (hd,), "norm"),
+            ]
+        else:
+            specs += [
+                TensorSpec(f"{b}.attn_qkv.weight", (s.conv_dim, n), "matrix"),
+                TensorSpec(f"{b}.attn_gate.weight", (s.linear_value_dim, n), "matrix"),
+                TensorSpec(f"{b}.ssm_conv1d.weight", (s.conv_dim, s.linear_conv_kernel_dim), "conv"),
+                TensorSpec(f"{b}.ssm_dt.bias", (s.linear_num_value_heads,), "bias"),
+                TensorSpec(f"{b}.ssm_a", (s.linear_num_value_heads,), "ssm_a"),
+                TensorSpec(f"{b}.ssm_beta.weight", (s.linear_num_value_heads, n), "matrix"),
+                TensorSpec(f"{b}.ssm_alpha.weight", (s.linear_num_value_heads, n), "matrix"),
+                TensorSpec(f"{b}.ssm_norm.weight", (s.linear_value_head_dim,), "ssm_norm"),
+                TensorSpec(f"{b}.ssm_out.weight", (n, s.linear_value_dim), "matrix"),
+            ]
+        specs += [
+            TensorSpec(f"{b}.post_attention_norm.weight", (n,), "norm"),
+            TensorSpec(f"{b}.ffn_gate.weight", (s.intermediate_size, n), "matrix"),
+            TensorSpec(f"{b}.ffn_up.weight", (s.intermediate_size, n), "matrix"),
+            TensorSpec(f"{b}.ffn_down.weight", (n, s.intermediate_size), "matrix"),
+        ]
+    specs.append(TensorSpec("output_norm.weight", (n,), "norm"))
+    if not s.tie_word_embeddings:
+        specs.append(TensorSpec("output.weight", (s.vocab_size, n), "matrix"))
+    return specs
+
+
+# Checkpoint name (after dropping "model.language_model." / "model." prefixes) -> GGUF name.
+_BLOCK_NAMES: dict[str, str] = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "linear_attn.in_proj_qkv.weight": "attn_qkv.weight",
+    "linear_attn.in_proj_z.weight": "attn_gate.weight",
+    "linear_attn.in_proj_a.weight": "ssm_alpha.weight",
+    "linear_attn.in_proj_b.weight": "ssm_beta.weight",
+    "linear_attn.conv1d.weight": "ssm_conv1d.weight",
+    "linear_attn.dt_bias": "ssm_dt.bias",
+    "linear_attn.A_log": "ssm_a",
+    "linear_attn.norm.weight": "ssm_norm.weight",
+    "linear_attn.out_proj.weight": "ssm_out.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+_TOP_NAMES: dict[str, str] = {
+    "embed_tokens.weight": "token_embd.weight",
+    "norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+_SKIPPED_PREFIXES = ("model.visual.", "visual.", "mtp.", "model.mtp.")
+
+
+def gguf_name(hf_name: str) -> str | None:
+    """The GGUF name of a checkpoint tensor, or ``None`` for tensors a text-only GGUF leaves out.
+
+    Vision-tower and multi-token-prediction (``mtp.*``) weights are dropped: llama.cpp needs
+    neither to run the text model, and a ``block_count`` that counted the MTP layer would make the
+    loader look for ``blk.24.*``.
+    """
+    if hf_name.startswith(_SKIPPED_PREFIXES):
+        return None
+    name = hf_name
+    for prefix in ("model.language_model.", "language_model.model.", "language_model.", "model."):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    if name in _TOP_NAMES:
+        return _TOP_NAMES[name]
+    parts = name.split(".", 2)
+    if len(parts) == 3 and parts[0] == "layers" and parts[1].isdecimal() and parts[2] in _BLOCK_NAMES:
+        return f"blk.{parts[1]}.{_BLOCK_NAMES[parts[2]]}"
+    return None
+
+
+def _reorder_v_heads(
+    array: npt.NDArray[Any], axis: int, k_heads: int, v_per_k: int, head_dim: int
+) -> npt.NDArray[Any]:
+    """V heads grouped by K head (checkpoint order) -> tiled order (what ggml's broadcast expects)."""
+    moved = np.moveaxis(array, axis, 0)
+    rest = moved.shape[1:]
+    tiled = moved.reshape(k_heads, v_per_k, head_dim, *rest).swapaxes(0, 1).reshape(moved.shape)
+    return np.ascontiguousarray(np.moveaxis(tiled, 0, axis))
+
+
+def convert_tensor(hf_name: str, array: npt.NDArray[Any], shape: Qwen35Shape) -> npt.NDArray[Any]:
+    """Apply the converter's value transforms to one checkpoint tensor (already named by ``gguf_name``).
+
+    ``A_log`` becomes ``-exp(A_log)``; the conv kernel loses its middle axis; zero-centred RMSNorm
+    weights get ``+ 1``; when there are more V heads than K heads, V-head rows/columns move from
+    grouped to tiled order.  Arrays are returned in float32 (norms, biases, ``ssm_a``) or their
+    input dtype; quantization is the caller's business.
+    """
+    out = np.asarray(array)
+    if hf_name.endswith(".A_log"):
+        out = -np.exp(out.astype(np.float32))
+    elif "conv1d" in hf_name:
+        out = out.reshape(out.shape[0], out.shape[-1])
+    elif hf_name.endswith("norm.weight") and not hf_name.endswith("linear_attn.norm.weight"):
+        out = out.astype(np.float32) + 1.0
+    k_heads, v_heads = shape.linear_num_key_heads, shape.linear_num_value_heads
+    if "linear_attn." not in hf_name or k_heads == v_heads:
+        return out
+    v_per_k, k_dim, v_dim = v_heads // k_heads, shape.linear_key_head_dim, shape.linear_value_head_dim
+    if ".in_proj_qkv." in hf_name:
+        qk = 2 * k_heads * k_dim
+        v = _reorder_v_heads(out[qk:], 0, k_heads, v_per_k, v_dim)
+        return np.concatenate([out[:qk], v], axis=0)
+    if ".in_proj_z." in hf_name:
+        return _reorder_v_heads(out, 0, k_heads, v_per_k, v_dim)
+    if ".in_proj_a." in hf_name or ".in_proj_b." in hf_name or ".A_log" in hf_name or ".dt_bias" in hf_name:
+        return _reorder_v_heads(out, 0, k_heads, v_per_k, 1)
+    if "conv1d" in hf_name:
+        qk = 2 * k_heads * k_dim
+        v = _reorder_v_heads(out[qk:], 0, k_heads, v_per_k, v_dim)
+        return np.concatenate([out[:qk], v], axis=0)
+    if ".out_proj." in hf_name:
+        return _reorder_v_heads(out, 1, k_heads, v_per_k, v_dim)
+    return out
