@@ -21,9 +21,7 @@ from sqale_desktop.ui.palette import apply_theme
 
 def create_application(argv: Sequence[str] | None = None) -> QApplication:
     existing = QApplication.instance()
-    if isinstance(existing, QApplication):
-        return existing
-    app = QApplication(list(argv if argv is not None else sys.argv))
+    app = existing if isinstance(existing, QApplication) else QApplication(list(argv or sys.argv))
     app.setApplicationName("SQaLe Desktop")
     app.setApplicationVersion(__version__)
     app.setOrganizationName("sqale-desktop")

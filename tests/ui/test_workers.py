@@ -1,0 +1,96 @@
+"""The pool and the agent thread: failures are reported, cancel reaches running work, threads end."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core.agent.events import TextDelta, ToolCalled
+from sqale_desktop.core.engines.replay import ReplayEngine
+from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, merge_deltas
+from sqale_desktop.ui.episodes import default_episode_fn, open_tool_database
+from sqale_desktop.ui.workers import TaskPool
+
+
+def test_a_failing_job_reports_its_exception(qtbot: Any) -> None:
+    pool = TaskPool()
+
+    def boom(_ctx: Any) -> None:
+        raise ValueError("broken on purpose")
+
+    failures: list[BaseException] = []
+    pool.start(boom, failed=failures.append)
+    qtbot.waitUntil(lambda: bool(failures))
+    assert isinstance(failures[0], ValueError) and str(failures[0]) == "broken on purpose"
+    assert pool.shutdown()
+
+
+def test_shutdown_cancels_a_running_job(qtbot: Any) -> None:
+    pool = TaskPool()
+    started = threading.Event()
+
+    def wait_for_cancel(ctx: Any) -> str:
+        started.set()
+        ctx.cancel.wait(30)
+        return "cancelled" if ctx.cancelled else "timed out"
+
+    results: list[str] = []
+    pool.start(wait_for_cancel, finished=results.append)
+    assert started.wait(5)
+    assert pool.is_busy()
+    assert pool.shutdown(5_000)
+    assert not pool.is_busy()
+    qtbot.waitUntil(lambda: results == ["cancelled"])
+
+
+def test_merge_deltas_keeps_order_and_boundaries() -> None:
+    items: list[Any] = [
+        (1, TextDelta(1, "a", "think")),
+        (1, TextDelta(1, "b", "think")),
+        (1, TextDelta(1, "c", "answer")),
+        (1, ToolCalled(1, 0, "list_tables", {})),
+        (1, TextDelta(2, "d", "think")),
+        (1, TextDelta(2, "e", "think")),
+        EpisodeDone(1),
+    ]
+    merged = merge_deltas(items)
+    assert merged == [
+        (1, TextDelta(1, "ab", "think")),
+        (1, TextDelta(1, "c", "answer")),
+        (1, ToolCalled(1, 0, "list_tables", {})),
+        (1, TextDelta(2, "de", "think")),
+        EpisodeDone(1),
+    ]
+
+
+@pytest.mark.parametrize("failure", ["engine", "database"])
+def test_agent_failures_are_reported_not_swallowed(
+    qtbot: Any, chinook: Path, tmp_path: Path, failure: str
+) -> None:
+    from sqale_desktop.core.engines.base import EngineError
+    from sqale_desktop.core.settings import Settings
+
+    def broken_engine() -> Any:
+        raise EngineError("the model file is unreadable")
+
+    factory = broken_engine if failure == "engine" else (lambda: ReplayEngine([]))
+    target = chinook if failure == "engine" else tmp_path / "missing.sqlite"
+    runner = AgentRunner(factory, default_episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
+    states: list[tuple[str, str]] = []
+    runner.engine_state.connect(lambda state, text: states.append((state, text)))
+    runner.ask("How many tracks?", target)
+    items: list[Any] = []
+    qtbot.waitUntil(lambda: items.extend(runner.drain()) or any(isinstance(i, EpisodeDone) for i in items))
+    failed = [i for i in items if isinstance(i, EpisodeFailed)]
+    assert len(failed) == 1
+    if failure == "engine":
+        assert "unreadable" in str(failed[0].error)
+        qtbot.waitUntil(lambda: ("failed", "the model file is unreadable") in states)
+    else:
+        assert "no such file" in str(failed[0].error)
+    assert not runner.busy
+    assert runner.shutdown()
+    assert not runner.is_busy()
