@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from sqale_desktop.core.models.convert.vocab import _QWEN35_REGEX
 
+Spec = tuple[tuple[int, ...], str]  # shape, kind of random values
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 THINK_TOKENS = ("<think>", "</think>")
 CHAT_TEMPLATE = (
@@ -53,6 +55,8 @@ class TinyDims:
     conv_kernel: int = 4
     bpe_vocab: int = 400
     vision_hidden: int = 32
+    vocab_size: int | None = None
+    """Model vocabulary (rows of the embedding); the ids past the tokenizer's are padding."""
 
 
 def write_tiny_checkpoint(
@@ -67,11 +71,11 @@ def write_tiny_checkpoint(
     d = dims or TinyDims()
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    vocab_size = _write_tokenizer(folder, d.bpe_vocab, think_special)
+    vocab_size = max(_write_tokenizer(folder, d.bpe_vocab, think_special), d.vocab_size or 0)
     config = _config(d, vocab_size)
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-    tensors = _tensors(d, vocab_size, rng, with_mtp)
-    names = list(tensors)
+    specs = _specs(d, vocab_size, with_mtp)
+    names = list(specs)
     half = len(names) // 2
     shards = {
         "model-00001-of-00002.safetensors": names[:half],
@@ -79,37 +83,58 @@ def write_tiny_checkpoint(
     }
     weight_map: dict[str, str] = {}
     for file_name, shard_names in shards.items():
-        write_safetensors_bf16(folder / file_name, {n: tensors[n] for n in shard_names})
+        _write_bf16({n: specs[n] for n in shard_names}, folder / file_name, rng)
         weight_map.update({n: file_name for n in shard_names})
-    index = {"metadata": {"total_size": sum(t.size * 2 for t in tensors.values())}, "weight_map": weight_map}
+    total = sum(2 * int(np.prod(shape)) for shape, _ in specs.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
     return folder
 
 
 def write_safetensors_bf16(path: Path, tensors: dict[str, npt.NDArray[np.float32]]) -> None:
     """Write float32 arrays as a bfloat16 safetensors file (numpy has no bfloat16 to do it)."""
+    _write_header_and_data(path, {n: a.shape for n, a in tensors.items()}, lambda name: tensors[name])
+
+
+def _write_bf16(specs: dict[str, Spec], path: Path, rng: np.random.Generator) -> None:
+    def make(name: str) -> npt.NDArray[np.float32]:
+        shape, kind = specs[name]
+        return _random(kind, shape, rng)
+
+    _write_header_and_data(path, {n: shape for n, (shape, _) in specs.items()}, make)
+
+
+def _write_header_and_data(
+    path: Path, shapes: dict[str, tuple[int, ...]], make: Callable[[str], npt.NDArray[np.float32]]
+) -> None:
+    # Tensors are made one at a time, so a checkpoint with 2B shapes needs one tensor of memory.
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
-    blobs: list[bytes] = []
     offset = 0
-    for name, array in tensors.items():
-        bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
-        # round to nearest even, as torch's bfloat16 conversion does
-        bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-        blob = bf16.tobytes()
-        header[name] = {
-            "dtype": "BF16",
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(blob)],
-        }
-        blobs.append(blob)
-        offset += len(blob)
+    for name, shape in shapes.items():
+        size = 2 * int(np.prod(shape, dtype=np.int64))
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
     raw = json.dumps(header).encode()
     raw += b" " * (-len(raw) % 8)
     with path.open("wb") as fh:
         fh.write(struct.pack("<Q", len(raw)))
         fh.write(raw)
-        for blob in blobs:
-            fh.write(blob)
+        for name in shapes:
+            bits = np.ascontiguousarray(make(name), dtype=np.float32).view(np.uint32)
+            # round to nearest even, as torch's bfloat16 conversion does
+            ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tofile(fh)
+
+
+def _random(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> npt.NDArray[np.float32]:
+    if kind == "weight":
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.05)
+    if kind == "norm":
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.1)
+    if kind == "gdn_norm":
+        return 1 + rng.standard_normal(shape, dtype=np.float32) * np.float32(0.1)
+    if kind == "a_log":
+        return np.log(rng.uniform(1, 16, shape)).astype(np.float32)
+    return np.ones(shape, dtype=np.float32)  # dt_bias
 
 
 def _config(d: TinyDims, vocab_size: int) -> dict[str, Any]:
@@ -157,36 +182,29 @@ def _mrope_section(head_dim: int) -> list[int]:
     return [first, first, pairs - 2 * first]
 
 
-def _tensors(
-    d: TinyDims, vocab: int, rng: np.random.Generator, with_mtp: bool
-) -> dict[str, npt.NDArray[np.float32]]:
-    def w(*shape: int) -> npt.NDArray[np.float32]:
-        return (rng.standard_normal(shape) * 0.05).astype(np.float32)
-
-    def norm(n: int) -> npt.NDArray[np.float32]:
-        return (rng.standard_normal(n) * 0.1).astype(np.float32)
-
+def _specs(d: TinyDims, vocab: int, with_mtp: bool) -> dict[str, Spec]:
+    """Every tensor's name, shape and kind of random values, in the published naming."""
     h = d.hidden
     key_dim = d.linear_k_heads * d.linear_head_dim
     value_dim = d.linear_v_heads * d.linear_head_dim
-    out: dict[str, npt.NDArray[np.float32]] = {}
+    out: dict[str, Spec] = {}
     lm = "model.language_model."
-    out[f"{lm}embed_tokens.weight"] = w(vocab, h)
+    out[f"{lm}embed_tokens.weight"] = ((vocab, h), "weight")
 
     def attention_block(prefix: str) -> None:
-        out[f"{prefix}self_attn.q_proj.weight"] = w(2 * d.heads * d.head_dim, h)
-        out[f"{prefix}self_attn.k_proj.weight"] = w(d.kv_heads * d.head_dim, h)
-        out[f"{prefix}self_attn.v_proj.weight"] = w(d.kv_heads * d.head_dim, h)
-        out[f"{prefix}self_attn.o_proj.weight"] = w(h, d.heads * d.head_dim)
-        out[f"{prefix}self_attn.q_norm.weight"] = norm(d.head_dim)
-        out[f"{prefix}self_attn.k_norm.weight"] = norm(d.head_dim)
+        out[f"{prefix}self_attn.q_proj.weight"] = ((2 * d.heads * d.head_dim, h), "weight")
+        out[f"{prefix}self_attn.k_proj.weight"] = ((d.kv_heads * d.head_dim, h), "weight")
+        out[f"{prefix}self_attn.v_proj.weight"] = ((d.kv_heads * d.head_dim, h), "weight")
+        out[f"{prefix}self_attn.o_proj.weight"] = ((h, d.heads * d.head_dim), "weight")
+        out[f"{prefix}self_attn.q_norm.weight"] = ((d.head_dim,), "norm")
+        out[f"{prefix}self_attn.k_norm.weight"] = ((d.head_dim,), "norm")
 
     def common(prefix: str) -> None:
-        out[f"{prefix}input_layernorm.weight"] = norm(h)
-        out[f"{prefix}post_attention_layernorm.weight"] = norm(h)
-        out[f"{prefix}mlp.gate_proj.weight"] = w(d.ffn, h)
-        out[f"{prefix}mlp.up_proj.weight"] = w(d.ffn, h)
-        out[f"{prefix}mlp.down_proj.weight"] = w(h, d.ffn)
+        out[f"{prefix}input_layernorm.weight"] = ((h,), "norm")
+        out[f"{prefix}post_attention_layernorm.weight"] = ((h,), "norm")
+        out[f"{prefix}mlp.gate_proj.weight"] = ((d.ffn, h), "weight")
+        out[f"{prefix}mlp.up_proj.weight"] = ((d.ffn, h), "weight")
+        out[f"{prefix}mlp.down_proj.weight"] = ((h, d.ffn), "weight")
 
     for i in range(d.layers):
         prefix = f"{lm}layers.{i}."
@@ -195,26 +213,26 @@ def _tensors(
             attention_block(prefix)
         else:
             la = f"{prefix}linear_attn."
-            out[f"{la}in_proj_qkv.weight"] = w(2 * key_dim + value_dim, h)
-            out[f"{la}in_proj_z.weight"] = w(value_dim, h)
-            out[f"{la}in_proj_b.weight"] = w(d.linear_v_heads, h)
-            out[f"{la}in_proj_a.weight"] = w(d.linear_v_heads, h)
-            out[f"{la}conv1d.weight"] = w(2 * key_dim + value_dim, 1, d.conv_kernel)
-            out[f"{la}dt_bias"] = np.ones(d.linear_v_heads, dtype=np.float32)
-            out[f"{la}A_log"] = np.log(rng.uniform(1, 16, d.linear_v_heads)).astype(np.float32)
-            out[f"{la}norm.weight"] = (1 + norm(d.linear_head_dim)).astype(np.float32)
-            out[f"{la}out_proj.weight"] = w(h, value_dim)
-    out[f"{lm}norm.weight"] = norm(h)
+            out[f"{la}in_proj_qkv.weight"] = ((2 * key_dim + value_dim, h), "weight")
+            out[f"{la}in_proj_z.weight"] = ((value_dim, h), "weight")
+            out[f"{la}in_proj_b.weight"] = ((d.linear_v_heads, h), "weight")
+            out[f"{la}in_proj_a.weight"] = ((d.linear_v_heads, h), "weight")
+            out[f"{la}conv1d.weight"] = ((2 * key_dim + value_dim, 1, d.conv_kernel), "weight")
+            out[f"{la}dt_bias"] = ((d.linear_v_heads,), "dt_bias")
+            out[f"{la}A_log"] = ((d.linear_v_heads,), "a_log")
+            out[f"{la}norm.weight"] = ((d.linear_head_dim,), "gdn_norm")
+            out[f"{la}out_proj.weight"] = ((h, value_dim), "weight")
+    out[f"{lm}norm.weight"] = ((h,), "norm")
     v = d.vision_hidden
-    out["model.visual.patch_embed.proj.weight"] = w(v, 3, 2, 16, 16)
-    out["model.visual.blocks.0.attn.qkv.weight"] = w(3 * v, v)
-    out["model.visual.blocks.0.norm1.weight"] = norm(v)
-    out["model.visual.merger.linear_fc1.weight"] = w(4 * v, 4 * v)
+    out["model.visual.patch_embed.proj.weight"] = ((v, 3, 2, 16, 16), "weight")
+    out["model.visual.blocks.0.attn.qkv.weight"] = ((3 * v, v), "weight")
+    out["model.visual.blocks.0.norm1.weight"] = ((v,), "norm")
+    out["model.visual.merger.linear_fc1.weight"] = ((4 * v, 4 * v), "weight")
     if with_mtp:
-        out["mtp.fc.weight"] = w(h, 2 * h)
-        out["mtp.pre_fc_norm_embedding.weight"] = norm(h)
-        out["mtp.pre_fc_norm_hidden.weight"] = norm(h)
-        out["mtp.norm.weight"] = norm(h)
+        out["mtp.fc.weight"] = ((h, 2 * h), "weight")
+        out["mtp.pre_fc_norm_embedding.weight"] = ((h,), "norm")
+        out["mtp.pre_fc_norm_hidden.weight"] = ((h,), "norm")
+        out["mtp.norm.weight"] = ((h,), "norm")
         common("mtp.layers.0.")
         attention_block("mtp.layers.0.")
     return out
