@@ -9,7 +9,8 @@ headers, URL building, metadata and error types, and the standard hub cache layo
 - resume with an HTTP ``Range`` request after a dropped connection or a restart;
 - retry with exponential back-off, resetting the count whenever bytes arrive;
 - detect a stall (no byte for ``stall_timeout_s``: the read timeout) and say so;
-- report progress (bytes, speed, ETA) and stop when the ``cancel`` event is set;
+- report progress (bytes, speed, ETA) and stop when the ``cancel`` event is set (checked
+  between chunks, so while the server is silent a cancel waits for the stall timeout at most);
 - check free space first, and turn a full disk into a clear message with the partial removed;
 - verify the sha256 the hub records before the file enters the cache or the registry.
 
@@ -68,7 +69,7 @@ class DownloadOptions:
     retries: int = 6
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
-    stall_timeout_s: float = 30.0
+    stall_timeout_s: float = 20.0
     connect_timeout_s: float = 15.0
     chunk_size: int = 1024 * 1024
     space_margin: int = 64 * 1024 * 1024
@@ -143,10 +144,15 @@ def download_model(
     meter = _Meter(remote.size, progress)
 
     cached = hubcache.cached_file(cpaths)
+    blob = hubcache.cached_blob(cpaths)
     if cached is not None:
         meter.note("verify", remote.size, "Already in the hub cache; verifying")
         sha = _verify(cached, remote, cancel, meter, delete_on_mismatch=False)
         path = cached
+    elif blob is not None:
+        meter.note("verify", remote.size, "Same file already in the hub cache; verifying")
+        sha = _verify(blob, remote, cancel, meter, delete_on_mismatch=False)
+        path = hubcache.link(cpaths, revision, remote.commit)
     else:
         _check_space(cpaths, remote.size, opts)
         _transfer(remote, cpaths, token, opts, cancel, meter)

@@ -59,25 +59,49 @@ def place(paths: CachePaths, revision: str | None, commit: str) -> Path:
     from huggingface_hub.file_download import are_symlinks_supported
 
     paths.blob.parent.mkdir(parents=True, exist_ok=True)
-    paths.pointer.parent.mkdir(parents=True, exist_ok=True)
-    if paths.pointer.is_symlink() or paths.pointer.exists():
-        paths.pointer.unlink()
     if are_symlinks_supported(paths.repo_dir.parent):
         os.replace(paths.partial, paths.blob)
-        target = os.path.relpath(paths.blob, paths.pointer.parent)
-        os.symlink(target, paths.pointer)
+        return link(paths, revision, commit)
+    _clear(paths.pointer)
+    shutil.move(str(paths.partial), str(paths.pointer))
+    _write_ref(paths, revision, commit)
+    return paths.pointer
+
+
+def link(paths: CachePaths, revision: str | None, commit: str) -> Path:
+    """Point the snapshot entry at an existing blob (one another tool may have downloaded)."""
+    from huggingface_hub.file_download import are_symlinks_supported
+
+    _clear(paths.pointer)
+    if are_symlinks_supported(paths.repo_dir.parent):
+        os.symlink(os.path.relpath(paths.blob, paths.pointer.parent), paths.pointer)
     else:
-        shutil.move(str(paths.partial), str(paths.pointer))
+        shutil.copyfile(paths.blob, paths.pointer)
+    _write_ref(paths, revision, commit)
+    return paths.pointer
+
+
+def _clear(pointer: Path) -> None:
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    if pointer.is_symlink() or pointer.exists():
+        pointer.unlink()
+
+
+def _write_ref(paths: CachePaths, revision: str | None, commit: str) -> None:
     ref = revision or "main"
     if not _COMMIT_RE.match(ref):
         ref_file = paths.repo_dir / "refs" / ref
         ref_file.parent.mkdir(parents=True, exist_ok=True)
         ref_file.write_text(commit)
-    return paths.pointer
 
 
 def cached_file(paths: CachePaths) -> Path | None:
-    """The complete file if it is already in the cache (downloaded by us or another tool)."""
+    """The complete file if this commit's entry is already in the cache (ours or another tool's)."""
     if paths.pointer.exists():
         return paths.pointer
     return None
+
+
+def cached_blob(paths: CachePaths) -> Path | None:
+    """The blob if the same content is cached under another commit (same ETag, no entry here)."""
+    return paths.blob if paths.blob.is_file() else None

@@ -65,6 +65,9 @@ class Faults:
     """Stop sending at this offset of the file (every response), until the test ends."""
     corrupt_at: int | None = None
     ignore_range: bool = False
+    fail_status: int = 503
+    failures: int = 0
+    """Answer this many CDN requests with ``fail_status`` before serving."""
 
 
 class FakeHub:
@@ -120,6 +123,13 @@ class FakeHub:
                 return None
             self.faults.drops -= 1
             return self.faults.drop_after
+
+    def take_failure(self) -> bool:
+        with self._lock:
+            if self.faults.failures <= 0:
+                return False
+            self.faults.failures -= 1
+            return True
 
     def blob(self, sha: str) -> bytes | None:
         for repo in self.repos.values():
@@ -260,6 +270,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_bytes(method, data, extra)
 
     def _serve_blob(self, method: str, sha: str) -> None:
+        if self.hub.take_failure():
+            return self._error(self.hub.faults.fail_status, "ServiceUnavailable", "try later")
         data = self.hub.blob(sha)
         if data is None:
             return self._error(404, "EntryNotFound")

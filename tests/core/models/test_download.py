@@ -19,6 +19,7 @@ from sqale_desktop.core.models.errors import (
     ChecksumMismatch,
     DownloadCancelled,
     DownloadStalled,
+    HubUnavailable,
     NotEnoughDiskSpace,
 )
 from sqale_desktop.core.models.registry import Registry
@@ -120,6 +121,24 @@ def test_resume_after_restart_uses_partial_file(
     record = dl.download_model(GGUF_REPO, FILE, options=FAST).record
     assert Path(record.path).read_bytes() == gguf.files[FILE]
     assert fake_hub.requests("cdn", "GET")[-1].headers.get("range") == f"bytes={kept}-"
+
+
+def test_server_errors_are_retried_with_back_off(repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub) -> None:
+    gguf, _ = repos
+    fake_hub.faults.failures = 3
+    record = dl.download_model(GGUF_REPO, FILE, options=FAST).record
+    assert Path(record.path).read_bytes() == gguf.files[FILE]
+    assert len(fake_hub.requests("cdn", "GET")) == 4
+
+
+def test_persistent_server_errors_give_up_with_a_clear_message(
+    repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub
+) -> None:
+    fake_hub.faults.failures = 100
+    with pytest.raises(HubUnavailable, match=r"failed 4 times.*HTTP 503"):
+        dl.download_model(GGUF_REPO, FILE, options=FAST)
+    assert len(fake_hub.requests("cdn", "GET")) == FAST.retries + 1
+    assert Registry().list() == []
 
 
 def test_server_ignoring_range_restarts_cleanly(repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub) -> None:
@@ -224,3 +243,25 @@ def test_disk_full_mid_download_gives_message_and_registers_nothing(
         dl.download_model(GGUF_REPO, FILE, options=options, cache_dir=tiny_tmpfs)
     assert Registry().list() == []
     assert not [p for p in tiny_tmpfs.rglob("*") if p.is_file()]
+
+
+def test_file_already_in_hub_cache_is_verified_not_downloaded_again(
+    repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub, hf_env: Path
+) -> None:
+    gguf, _ = repos
+    first = dl.download_model(GGUF_REPO, FILE, options=FAST).record
+    Registry().remove(first.id)
+    gets = len(fake_hub.requests("cdn", "GET"))
+    again = dl.download_model(GGUF_REPO, FILE, options=FAST).record
+    assert again.path == first.path and again.sha256 == gguf.sha256(FILE)
+    # a new commit with the same content: the blob is linked, not fetched
+    gguf.commit = "1" * 40
+    moved = dl.download_model(GGUF_REPO, FILE, options=FAST).record
+    assert ("1" * 40) in moved.path and Path(moved.path).read_bytes() == gguf.files[FILE]
+    assert len(fake_hub.requests("cdn", "GET")) == gets
+    # a damaged cached copy is refused, not registered
+    blob = Path(moved.path).resolve()
+    blob.write_bytes(b"GGUF" + b"\0" * 10)
+    Registry().remove(moved.id)
+    with pytest.raises(ChecksumMismatch, match="damaged"):
+        dl.download_model(GGUF_REPO, FILE, options=FAST)
