@@ -1,0 +1,143 @@
+"""``sqale-desktop ask`` with the replay and HTTP engines: output, JSON shape, exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop.cli import main
+from tests.core.engines.test_openai_http import KEY, Script, server  # noqa: F401 (fixture)
+
+QUESTION = "How many genres are there?"
+SCRIPT = [
+    'Tables first.\n</think>\n\n{"tool": "list_tables"}',
+    "Count them.\n</think>\n\n"
+    '{"tool": "submit_sql", "args": {"sql": "SELECT COUNT(*) AS genres FROM Genre"}}',
+]
+
+
+@pytest.fixture
+def replay_file(tmp_path: Path) -> Path:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(SCRIPT))
+    return path
+
+
+def test_json_output_has_the_documented_keys(
+    chinook: Path, replay_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(
+        ["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(replay_file), "--json"]
+    )
+    assert status == 0
+    episode = json.loads(capsys.readouterr().out)
+    assert {
+        "question",
+        "db",
+        "sql",
+        "ended_by",
+        "result",
+        "turns",
+        "prompt",
+        "prompt_source",
+        "stats",
+    } <= set(episode)
+    assert (episode["question"], episode["ended_by"]) == (QUESTION, "submit_sql")
+    assert episode["sql"] == "SELECT COUNT(*) AS genres FROM Genre"
+    assert {k: episode["result"][k] for k in ("columns", "rows", "row_count", "truncated")} == {
+        "columns": ["genres"],
+        "rows": [[25]],
+        "row_count": 1,
+        "truncated": False,
+    }
+    assert [t["completion"] for t in episode["turns"]] == SCRIPT
+    call = episode["turns"][0]["calls"][0]
+    assert {k: call[k] for k in ("tool", "args", "ok")} == {"tool": "list_tables", "args": {}, "ok": True}
+    assert call["output"].startswith("Album, Artist")
+    assert set(episode["stats"]) >= {"prompt_tokens", "completion_tokens", "evaluated_tokens", "seconds"}
+    assert episode["prompt_source"] == "builtin"
+    assert episode["prompt"].startswith("<|im_start|>system\n")
+
+
+def test_trace_streams_thinking_calls_and_results(
+    chinook: Path, replay_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(replay_file), "--trace"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "engine: replay (2 scripted turns); prompt: builtin" in out
+    assert "Tables first." in out
+    assert "→ list_tables {}" in out
+    assert "← list_tables ok" in out
+    assert "[5 tool turns left before you must answer]" in out
+    assert "sql: SELECT COUNT(*) AS genres FROM Genre" in out
+    assert "genres\n25\n(1 rows)" in out
+
+
+def test_no_answer_exits_with_1(chinook: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "empty.json"
+    script.write_text(json.dumps(['</think>{"tool": "list_tables"}'] * 6 + ["I don't know.</think>"]))
+    assert main(["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(script)]) == 1
+    assert "ended by: no_answer" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--engine", "llama"], "needs --model"),
+        (["--engine", "replay"], "needs --replay"),
+        (["--engine", "openai"], "needs --base-url"),
+        (["--model", "/nonexistent/model.gguf"], "no model file"),
+    ],
+)
+def test_bad_combinations_exit_with_2(
+    chinook: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "--db", str(chinook), "--question", QUESTION, *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unreadable_database_or_script_exit_with_1(
+    tmp_path: Path, replay_file: Path, chinook: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["ask", "--db", str(tmp_path / "missing.db"), "--question", "q", "--replay", str(replay_file)])
+        == 1
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["ask", "--db", str(chinook), "--question", "q", "--replay", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "missing.db" in err and "not valid JSON" in err
+
+
+def test_ask_over_http_with_the_key_from_the_environment(
+    chinook: Path,
+    server: tuple[str, Script],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, script = server
+    script.completions = [[SCRIPT[0]], [SCRIPT[1]]]
+    monkeypatch.setenv("SQALE_DESKTOP_API_KEY", KEY)
+    assert main(["ask", "--db", str(chinook), "--question", QUESTION, "--base-url", url, "--json"]) == 0
+    episode = json.loads(capsys.readouterr().out)
+    assert episode["result"]["rows"] == [[25]]
+    assert script.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert KEY not in json.dumps(episode)
+
+
+def test_the_installed_command_runs(chinook: Path, replay_file: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sqale_desktop", "ask", "--db", str(chinook), "--question", QUESTION,
+         "--replay", str(replay_file), "--json"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ended_by"] == "submit_sql"
