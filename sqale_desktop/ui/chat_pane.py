@@ -55,10 +55,10 @@ class ChatPane(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.scroll = QScrollArea(self)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._content = QWidget(self.scroll)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._content = QWidget(self.scroll_area)
         self._column = QVBoxLayout(self._content)
         self._column.setContentsMargins(6, 6, 6, 6)
         self.placeholder = QLabel(
@@ -71,8 +71,8 @@ class ChatPane(QWidget):
         self.placeholder.setObjectName("chatPlaceholder")
         self._column.addWidget(self.placeholder)
         self._column.addStretch(1)
-        self.scroll.setWidget(self._content)
-        layout.addWidget(self.scroll, 1)
+        self.scroll_area.setWidget(self._content)
+        layout.addWidget(self.scroll_area, 1)
 
         self.question = QuestionBox(self)
         self.question.setPlaceholderText("Ask a question…  (Enter asks, Shift+Enter for a new line)")
@@ -103,7 +103,7 @@ class ChatPane(QWidget):
         self._clock.timeout.connect(self._tick)
         self._ask_enabled = True
         self._follow = True  # keep the newest output in view while the user has not scrolled up
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         bar.rangeChanged.connect(self._range_changed)
         bar.valueChanged.connect(self._value_changed)
 
@@ -182,12 +182,12 @@ class ChatPane(QWidget):
 
     def _range_changed(self, _minimum: int, maximum: int) -> None:
         if self._follow:
-            self.scroll.verticalScrollBar().setValue(maximum)
+            self.scroll_area.verticalScrollBar().setValue(maximum)
 
     def _value_changed(self, value: int) -> None:
-        self._follow = value >= self.scroll.verticalScrollBar().maximum() - 40
+        self._follow = value >= self.scroll_area.verticalScrollBar().maximum() - 40
 
     def _scroll_to_end(self) -> None:
         self._follow = True
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         bar.setValue(bar.maximum())

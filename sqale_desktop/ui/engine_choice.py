@@ -10,7 +10,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
 from sqale_desktop.core.engines.base import Engine, SamplingParams
@@ -64,9 +64,9 @@ def engine_choice(settings: Settings) -> EngineChoice:
         url = settings.server_url
 
         def server() -> Engine:
-            from sqale_desktop.core.engines.openai_http import OpenAIHttpEngine
+            from sqale_desktop.core.engines.openai_http import OpenAIEngine
 
-            engine: Engine = OpenAIHttpEngine(url, api_key=secrets.get_secret(secrets.SERVER_API_KEY))
+            engine: Engine = OpenAIEngine(url, api_key=secrets.get_secret(secrets.SERVER_API_KEY))
             return engine
 
         return EngineChoice(server, f"server {url}", _sampling(settings, AgentProtocol()))
@@ -79,7 +79,8 @@ def engine_choice(settings: Settings) -> EngineChoice:
         return EngineChoice(None, "no model installed", _sampling(settings, AgentProtocol()))
     agent_file = record.extras.get("sqale_agent.py") or record.extras.get("generation_config.json")
     protocol = load_protocol(Path(agent_file).parent if agent_file else None)
-    path, n_ctx, layers, threads = record.path, settings.n_ctx, settings.gpu_layers, settings.n_threads
+    path, n_ctx, threads = record.path, settings.n_ctx, settings.n_threads
+    layers: int | Literal["auto", "all"] = 0 if settings.gpu_layers == "none" else settings.gpu_layers
 
     def local() -> Engine:
         from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine

@@ -143,9 +143,11 @@ class SettingsDialog(QDialog):
 
     def _engine_changed(self) -> None:
         server = self.engine.currentData() == "openai"
-        for widget in (self.server_url, self.api_key, self.keyring_note):
+        server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key, self.keyring_note)
+        for widget in server_widgets:
             widget.setEnabled(server)
-        for widget in (self.gpu_mode, self.threads):
+        local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.threads)
+        for widget in local_widgets:
             widget.setEnabled(not server)
         self.gpu_layers.setEnabled(not server and self.gpu_mode.currentData() == "count")
 

@@ -74,7 +74,7 @@ class SqlHighlighter(QSyntaxHighlighter):
 
     def highlightBlock(self, text: str) -> None:
         position = 0
-        for ttype, value in sqlparse.lexer.tokenize(text):
+        for ttype, value in sqlparse.lexer.tokenize(text):  # type: ignore[no-untyped-call]
             length = len(value.encode("utf-16-le")) // 2  # Qt counts UTF-16 code units
             kind = _kind(ttype)
             if kind is not None:

@@ -172,7 +172,7 @@ class TaskPool(QObject):
     def _release(self) -> None:
         signals = self.sender()
         with self._lock:
-            self._alive.discard(signals)  # type: ignore[arg-type]
+            self._alive.discard(signals)
 
     def active_jobs(self) -> int:
         with self._lock:
