@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from typing import Any, TextIO
 
@@ -138,6 +139,8 @@ def _plain(value: object) -> str:
 
 
 def _json_value(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return _plain(value)  # JSON has no Infinity or NaN
     if value is None or isinstance(value, int | float | str):
         return value
     return _plain(value)

@@ -10,6 +10,7 @@ so a paged cursor left open elsewhere cannot poison the next query.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -47,6 +48,9 @@ DEFAULT_TIME_LIMIT_S = 10.0
 # a few milliseconds of its deadline, large enough that the Python callback costs little.
 PROGRESS_STEPS = 2000
 DEFAULT_CURSOR_CAP = 100_000
+MAX_VALUE_BYTES = 256 * 1024 * 1024
+CLOSE_WAIT_S = 2.0
+_TRAILING_SEMICOLONS = re.compile(r";[\s;]*\Z")
 
 
 @dataclass
@@ -123,7 +127,7 @@ class ReadOnlyDatabase:
         link = self._link()
         started = time.perf_counter()
         with self.operation(link, sql):
-            cursor = link.conn.execute(sql, tuple(params))
+            cursor = link.conn.execute(prepare_text(sql), tuple(params))
             try:
                 columns = [d[0] for d in cursor.description or ()]
                 fetched = cursor.fetchmany(max_rows + 1) if columns else []
@@ -155,12 +159,19 @@ class ReadOnlyDatabase:
             self._generation += 1
 
     def close(self) -> None:
-        """Close every thread's connection; later calls raise ``DatabaseUnreadable``."""
+        """Stop running statements, close every thread's connection; later calls raise.
+
+        A statement still running on another thread is interrupted first and given a moment to
+        notice, so that its thread gets ``QueryInterrupted`` rather than a closed connection.
+        """
         with self._lock:
             self._closed = True
             self._generation += 1
             links = list(self._links.values())
             self._links.clear()
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        while any(link.busy for link in links) and time.monotonic() < deadline:
+            time.sleep(0.002)
         for link in links:
             link.conn.close()
 
@@ -263,6 +274,11 @@ class ReadOnlyDatabase:
         return QueryFailed(message)
 
 
+def prepare_text(sql: str) -> str:
+    """``sql`` without a run of trailing semicolons, which SQLite would count as more statements."""
+    return _TRAILING_SEMICOLONS.sub("", sql)
+
+
 def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
     """A raw sqlite3 connection with every read-only setting applied but no authorizer yet."""
     conn = sqlite3.connect(
@@ -275,6 +291,8 @@ def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
     conn.execute("PRAGMA query_only = 1")
     conn.execute("PRAGMA trusted_schema = 0")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    # zeroblob(1e9) and friends allocate in one step, where the progress handler cannot stop them.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     return conn
 
 

@@ -12,6 +12,8 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from sqale_desktop.core.db.connection import prepare_text
+
 if TYPE_CHECKING:
     from sqale_desktop.core.db.connection import ReadOnlyDatabase
 
@@ -35,7 +37,7 @@ class QueryCursor:
         self.exhausted = False
         self._cursor: sqlite3.Cursor | None = None
         with db.operation(self._link, sql):
-            self._cursor = self._link.conn.execute(sql)
+            self._cursor = self._link.conn.execute(prepare_text(sql))
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
         if not self.columns:
             self.close()

@@ -17,7 +17,8 @@ from sqale_desktop.core.db.identifiers import display_identifier
 from sqale_desktop.core.db.render import render_cell
 from sqale_desktop.core.tools.payloads import JoinStep
 
-# A tool turn is budgeted at 2,048 tokens; no single result may eat most of it.
+# A tool turn is budgeted at 2,048 tokens; rows and key lists (which the model can narrow with a
+# query or a table name) are cut here.  Table lists and CREATE statements are never cut.
 MAX_TEXT_CHARS = 6000
 ARROW = " → "
 
@@ -45,12 +46,12 @@ def no_result_columns() -> str:
 def table_names(names: Sequence[str]) -> str:
     if not names:
         return "(no tables)"
-    return clip(", ".join(names))
+    return ", ".join(names)  # never cut: no other tool can tell the model the missing names
 
 
 def ddl(sql: str) -> str:
     """A CREATE statement on one line: comments dropped, whitespace runs collapsed."""
-    return clip(compact_sql(sql))
+    return compact_sql(sql)
 
 
 def compact_sql(sql: str) -> str:

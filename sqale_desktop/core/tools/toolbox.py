@@ -39,6 +39,11 @@ DEFAULT_SAMPLE_LIMIT = 5
 DEFAULT_DISTINCT_LIMIT = 20
 
 
+# sqlite_master is not listed in itself, but the model reads it with run_query, so describe it.
+_SCHEMA_TABLE_NAMES = frozenset({"sqlite_master", "sqlite_schema"})
+_SCHEMA_TABLE_DDL = "CREATE TABLE {name} (type text, name text, tbl_name text, rootpage integer, sql text)"
+
+
 class _ToolError(Exception):
     """A wrong call the tool reports as text (already formatted for the model)."""
 
@@ -140,6 +145,8 @@ class ToolBox:
         hidden = self.schema.find(name)  # sqlite_sequence and shadow tables still answer by name
         if hidden is not None:
             return hidden
+        if fold(name) in _SCHEMA_TABLE_NAMES:
+            return TableInfo(name=name, kind="table", sql=_SCHEMA_TABLE_DDL.format(name=name))
         raise _ToolError(fmt.no_such_table(name, suggest(name, names)))
 
     # -- implementations -----------------------------------------------------------------------

@@ -232,3 +232,11 @@ def test_hostile_suite_leaves_every_shared_database_unchanged(tmp_path: Path) ->
                     db.execute(template.replace("{tmp}", str(tmp_path)).replace("Artist", "sqlite_master"))
     assert {p: _fingerprint(p) for p in paths} == before
     assert _fingerprint(Path(f"{paths[-1]}-wal")) == wal_before
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1;", "SELECT 1;;", "SELECT 1; ;\n", "SELECT 1 /* x */ ;  "])
+def test_trailing_semicolons_are_one_statement(chinook: Path, sql: str) -> None:
+    with open_readonly(chinook) as db:
+        assert db.execute(sql).rows == [(1,)]
+        with db.cursor(sql) as cursor:
+            assert cursor.fetch_page(5) == [(1,)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.db import QueryInterrupted, QueryTimeout, ReadOnlyDatabase, open_readonly
+from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, ReadOnlyDatabase, open_readonly
 
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
@@ -91,3 +91,19 @@ def test_each_thread_has_its_own_connection_and_interrupt_reaches_them_all(chino
         for thread, errors in runs:
             thread.join(timeout=30)
             assert [type(e) for e in errors] == [QueryInterrupted]
+
+
+def test_huge_single_values_are_refused_not_allocated(chinook: Path) -> None:
+    with open_readonly(chinook) as db:
+        with pytest.raises(QueryFailed, match="too big"):
+            db.execute("SELECT length(zeroblob(2000000000))")
+        assert db.execute("SELECT length(zeroblob(1000))").rows == [(1000,)]
+
+
+def test_close_interrupts_a_running_query(chinook: Path) -> None:
+    db = open_readonly(chinook, time_limit_s=60)
+    thread, errors = _run_in_thread(db, RUNAWAY)
+    _wait_until_busy(db, thread)
+    db.close()
+    thread.join(timeout=30)
+    assert [type(e) for e in errors] == [QueryInterrupted]

@@ -134,3 +134,12 @@ def test_help_names_both_commands() -> None:
     done = _cli("--help")
     assert done.returncode == 0
     assert "tool" in done.stdout and "query" in done.stdout
+
+
+def test_query_json_has_no_bare_infinity(chinook: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["query", "--db", str(chinook), "SELECT 9e999 AS big, -9e999 AS small", "--format", "json"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert json.loads(out)["rows"] == [["inf", "-inf"]]
+    assert "Infinity" not in out

@@ -239,3 +239,12 @@ def test_foreign_key_to_a_missing_table_and_no_path(tmp_path: Path) -> None:
         assert box.call("join_path", {"table_a": "child", "table_b": "island"}).text == (
             "no foreign-key path between child and island"
         )
+
+
+def test_describe_sqlite_master(box: ToolBox) -> None:
+    out = box.call("describe_table", {"table_name": "sqlite_master"})
+    assert (
+        out.text
+        == "CREATE TABLE sqlite_master (type text, name text, tbl_name text, rootpage integer, sql text)"
+    )
+    assert box.call("run_query", {"sql": "SELECT type, name FROM sqlite_master LIMIT 1"}).ok
