@@ -23,6 +23,7 @@ import errno
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,28 +87,37 @@ class DownloadResult:
 
 
 class _Meter:
-    """Speed as an exponential moving average over chunks; ETA from it."""
+    """Speed over a sliding window of recent chunks (steadier than per-chunk rates); ETA from it."""
+
+    WINDOW_S = 5.0
 
     def __init__(self, total: int, callback: ProgressCallback | None) -> None:
         self.total = total
         self.callback = callback
         self.speed = 0.0
-        self._last_t = time.monotonic()
+        self._samples: deque[tuple[float, int]] = deque()
         self._last_report = 0.0
 
     def chunk(self, done: int, size: int) -> None:
         now = time.monotonic()
-        elapsed = max(now - self._last_t, 1e-6)
-        self._last_t = now
-        instant = size / elapsed
-        self.speed = instant if self.speed == 0.0 else 0.8 * self.speed + 0.2 * instant
+        if not self._samples:  # restart() was not called: count from this chunk on
+            self._samples.append((now, done))
+            return
+        self._samples.append((now, done))
+        while len(self._samples) > 2 and now - self._samples[1][0] > self.WINDOW_S:
+            self._samples.popleft()
+        t0, d0 = self._samples[0]
+        if now > t0:
+            self.speed = (done - d0) / (now - t0)
         if self.callback is not None and (now - self._last_report >= 0.1 or done >= self.total):
             self._last_report = now
             eta = (self.total - done) / self.speed if self.speed > 0 else None
             self.callback(Progress("download", done, self.total, self.speed, eta))
 
-    def restart(self) -> None:
-        self._last_t = time.monotonic()
+    def restart(self, offset: int) -> None:
+        """Start measuring at ``offset`` now: time spent reconnecting is not transfer speed."""
+        self._samples.clear()
+        self._samples.append((time.monotonic(), offset))
 
     def note(self, phase: Phase, done: int, message: str, stalled: bool = False) -> None:
         if self.callback is not None:
@@ -279,7 +289,7 @@ def _transfer(
                 hf_raise_for_status(response)
                 if offset and response.status_code != 206:
                     offset = 0  # the server ignored the Range: start over rather than corrupt
-                meter.restart()
+                meter.restart(offset)
                 with cpaths.partial.open("r+b" if offset else "wb") as out:
                     out.seek(offset)
                     out.truncate()
