@@ -12,6 +12,7 @@ a response (which could echo request headers) reaches the user or a log.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ EXTRA_FILES = ("sqale_agent.py", "generation_config.json")
 """Fetched from the checkpoint repository next to a GGUF: the exact training prompt strings and
 the sampling settings."""
 
+_log = logging.getLogger(__name__)
 _QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)(?=[-_.]|$)")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -73,8 +75,16 @@ def endpoint() -> str:
 
 
 def hub_token() -> str | None:
-    """The token from the keyring (or this session's memory); None lets the library use its login."""
-    return secrets.get_secret(secrets.HF_TOKEN)
+    """The token from the keyring (or this session's memory); None lets the library use its login.
+
+    A keyring that refuses to answer (locked, denied) is logged and treated as "no token": public
+    repositories still work, and a gated one then says that it needs a token.
+    """
+    try:
+        return secrets.get_secret(secrets.HF_TOKEN)
+    except secrets.SecretError as exc:
+        _log.warning("%s", exc)
+        return None
 
 
 def api(token: str | None = None) -> HfApi:

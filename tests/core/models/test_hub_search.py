@@ -92,3 +92,32 @@ def test_unreachable_hub_is_a_clear_error(fake_hub: FakeHub) -> None:
     # metadata is asked without the library's retries (search and listing retry for ~20 s)
     with pytest.raises(HubUnavailable, match="could not reach"):
         hub.remote_file("alice/sqale-GGUF", "sqale-Q4_K_M.gguf")
+
+
+def test_token_comes_from_the_keyring_and_a_locked_keyring_means_none() -> None:
+    from keyring.backend import KeyringBackend
+
+    from sqale_desktop.core import secrets
+
+    class Locked(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def get_password(self, service: str, username: str) -> str | None:
+            raise RuntimeError("locked")
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            raise RuntimeError("locked")
+
+        def delete_password(self, service: str, username: str) -> None:
+            raise RuntimeError("locked")
+
+    from keyring.backends import fail
+
+    try:
+        secrets.use_backend(fail.Keyring())
+        secrets.set_secret(secrets.HF_TOKEN, "hf_fromkeyring")
+        assert hub.hub_token() == "hf_fromkeyring"
+        secrets.use_backend(Locked())
+        assert hub.hub_token() is None
+    finally:
+        secrets.use_backend(None)
