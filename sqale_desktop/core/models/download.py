@@ -24,7 +24,8 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -153,22 +154,8 @@ def download_model(
     cpaths = hubcache.CachePaths.of(cache, repo, file_name, remote.commit, remote.etag)
     meter = _Meter(remote.size, progress)
 
-    cached = hubcache.cached_file(cpaths)
-    blob = hubcache.cached_blob(cpaths)
-    if cached is not None:
-        meter.note("verify", remote.size, "Already in the hub cache; verifying")
-        sha = _verify(cached, remote, cancel, meter, delete_on_mismatch=False)
-        path = cached
-    elif blob is not None:
-        meter.note("verify", remote.size, "Same file already in the hub cache; verifying")
-        sha = _verify(blob, remote, cancel, meter, delete_on_mismatch=False)
-        path = hubcache.link(cpaths, revision, remote.commit)
-    else:
-        _check_space(cpaths, remote.size, opts)
-        _transfer(remote, cpaths, token, opts, cancel, meter)
-        meter.note("verify", remote.size, "Verifying the checksum")
-        sha = _verify(cpaths.partial, remote, cancel, meter, delete_on_mismatch=True)
-        path = hubcache.place(cpaths, revision, remote.commit)
+    with _blob_lock(cpaths, remote):
+        sha, path = _fetch_blob(remote, cpaths, revision, token, opts, cancel, meter)
 
     checkpoint = _source_checkpoint(repo, source_checkpoint, token)
     extras: dict[str, str] = {}
@@ -192,6 +179,50 @@ def download_model(
     )
     meter.note("done", remote.size, f"Registered as {record.id}")
     return DownloadResult(record, tuple(notes))
+
+
+@contextmanager
+def _blob_lock(cpaths: hubcache.CachePaths, remote: hub.RemoteFile) -> Iterator[None]:
+    """Hold huggingface_hub's own lock on the blob: a second download (ours, in another window or
+    process, or the library's) must not write the same partial file at the same time."""
+    from filelock import Timeout
+    from huggingface_hub.utils._fixes import WeakFileLock
+
+    cpaths.lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with WeakFileLock(cpaths.lock, timeout=1.0):
+            yield
+    except Timeout:
+        raise ModelError(
+            f"{remote.name} is already being downloaded by another window or program; "
+            "wait for it to finish (or stop it) and try again."
+        ) from None
+
+
+def _fetch_blob(
+    remote: hub.RemoteFile,
+    cpaths: hubcache.CachePaths,
+    revision: str | None,
+    token: str | None,
+    opts: DownloadOptions,
+    cancel: threading.Event,
+    meter: _Meter,
+) -> tuple[str, Path]:
+    """The verified file in the hub cache: reused when already there, else downloaded."""
+    cached = hubcache.cached_file(cpaths)
+    blob = hubcache.cached_blob(cpaths)
+    if cached is not None:
+        meter.note("verify", remote.size, "Already in the hub cache; verifying")
+        return _verify(cached, remote, cancel, meter, delete_on_mismatch=False), cached
+    if blob is not None:
+        meter.note("verify", remote.size, "Same file already in the hub cache; verifying")
+        sha = _verify(blob, remote, cancel, meter, delete_on_mismatch=False)
+        return sha, hubcache.link(cpaths, revision, remote.commit)
+    _check_space(cpaths, remote.size, opts)
+    _transfer(remote, cpaths, token, opts, cancel, meter)
+    meter.note("verify", remote.size, "Verifying the checksum")
+    sha = _verify(cpaths.partial, remote, cancel, meter, delete_on_mismatch=True)
+    return sha, hubcache.place(cpaths, revision, remote.commit)
 
 
 def fetch_extras(

@@ -35,18 +35,22 @@ class CachePaths:
     blob: Path
     partial: Path
     pointer: Path
+    lock: Path
+    """The lock huggingface_hub itself takes for this blob, so we and it never write it at once."""
 
     @classmethod
     def of(cls, cache_dir: Path, repo: str, name: str, commit: str, etag: str) -> CachePaths:
         from huggingface_hub.file_download import repo_folder_name
 
-        repo_dir = cache_dir / repo_folder_name(repo_id=repo, repo_type="model")
+        folder = repo_folder_name(repo_id=repo, repo_type="model")
+        repo_dir = cache_dir / folder
         blob = repo_dir / "blobs" / etag
         return cls(
             repo_dir=repo_dir,
             blob=blob,
             partial=blob.with_name(etag + PARTIAL_SUFFIX),
             pointer=repo_dir / "snapshots" / commit / name,
+            lock=cache_dir / ".locks" / folder / f"{etag}.lock",
         )
 
 

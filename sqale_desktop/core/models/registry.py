@@ -26,7 +26,7 @@ from sqale_desktop.core.models.files import HashProgress, require_gguf, sha256_f
 REGISTRY_FILE = "models.json"
 REGISTRY_VERSION = 1
 
-Origin = Literal["hub", "import"]
+Origin = Literal["hub", "import", "convert"]
 
 
 @dataclass(frozen=True)
@@ -220,6 +220,6 @@ class Registry:
 def _record_from(item: dict[str, Any]) -> ModelRecord:
     known = {f.name for f in dataclasses.fields(ModelRecord)}
     values = {k: v for k, v in item.items() if k in known}
-    if values.get("origin") not in ("hub", "import"):
+    if values.get("origin") not in ("hub", "import", "convert"):
         raise ValueError("origin")
     return ModelRecord(**values)

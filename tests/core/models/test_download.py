@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections import namedtuple
 from pathlib import Path
@@ -20,6 +21,7 @@ from sqale_desktop.core.models.errors import (
     DownloadCancelled,
     DownloadStalled,
     HubUnavailable,
+    ModelError,
     NotEnoughDiskSpace,
 )
 from sqale_desktop.core.models.registry import Registry
@@ -242,7 +244,8 @@ def test_disk_full_mid_download_gives_message_and_registers_nothing(
     with pytest.raises(NotEnoughDiskSpace, match="filled up"):
         dl.download_model(GGUF_REPO, FILE, options=options, cache_dir=tiny_tmpfs)
     assert Registry().list() == []
-    assert not [p for p in tiny_tmpfs.rglob("*") if p.is_file()]
+    left = [p for p in tiny_tmpfs.rglob("*") if p.is_file() and ".locks" not in p.parts]
+    assert left == []  # (an empty lock file stays, as huggingface_hub leaves its own)
 
 
 def test_file_already_in_hub_cache_is_verified_not_downloaded_again(
@@ -265,3 +268,37 @@ def test_file_already_in_hub_cache_is_verified_not_downloaded_again(
     Registry().remove(moved.id)
     with pytest.raises(ChecksumMismatch, match="damaged"):
         dl.download_model(GGUF_REPO, FILE, options=FAST)
+
+
+def test_second_download_of_the_same_file_at_once_is_refused(
+    repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub, hf_env: Path
+) -> None:
+    """Another process (here: another flock holder) downloading the same blob: no shared partial."""
+    from filelock import FileLock
+
+    gguf, _ = repos
+    folder = "models--" + GGUF_REPO.replace("/", "--")
+    lock_path = hf_env / ".locks" / folder / f"{gguf.sha256(FILE)}.lock"
+    lock_path.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(lock_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(ModelError, match="already being downloaded"):
+            dl.download_model(GGUF_REPO, FILE, options=FAST)
+    finally:
+        holder.communicate("", timeout=10)
+    assert fake_hub.requests("cdn") == []
+    record = dl.download_model(GGUF_REPO, FILE, options=FAST).record
+    assert FileLock(str(lock_path)).acquire(timeout=1)  # released afterwards
+    assert record.sha256 == gguf.sha256(FILE)
