@@ -113,7 +113,7 @@ def test_startup_pieces_and_replay_episode_make_no_connection(
         try:
             script = [
                 '<think>\nLook.\n</think>\n\n{"tool": "list_tables"}',
-                '<think>\nDone.\n</think>\n\n'
+                "<think>\nDone.\n</think>\n\n"
                 '{"tool": "submit_sql", "args": {"sql": "SELECT COUNT(*) FROM Artist"}}',
             ]
             events = list(run_episode("How many artists?", db, ToolBox(db), ReplayEngine(script)))
