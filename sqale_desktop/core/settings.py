@@ -59,6 +59,10 @@ class Settings:
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"
 
+    def llama_gpu_layers(self) -> int | Literal["auto", "all"]:
+        """``gpu_layers`` as ``LlamaEngine(n_gpu_layers=...)`` takes it: "none" is 0 layers."""
+        return 0 if self.gpu_layers == "none" else self.gpu_layers
+
     def add_recent_database(self, path: str | os.PathLike[str]) -> None:
         """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""
         text = str(path)

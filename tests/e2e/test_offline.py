@@ -136,7 +136,7 @@ def test_llama_engine_episode_on_registered_gguf_makes_no_connection(
 
     record = Registry().import_file(smollm2())
     model_id = Registry().get(record.id)
-    engine = LlamaEngine(model_id.path, n_ctx=4096, n_gpu_layers="none", n_threads=2)
+    engine = LlamaEngine(model_id.path, n_ctx=4096, n_gpu_layers=0, n_threads=2)
     # SmolLM2 does not know the tools: a short budget keeps the episode to two small turns
     protocol = dataclasses.replace(
         AgentProtocol(),
