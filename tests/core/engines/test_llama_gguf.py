@@ -1,0 +1,178 @@
+"""The qwen35 GGUF layout, the random-weight writer, and the engine's small pure helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import llama_cpp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.engines.cpu_info import _linux_physical_cores, physical_cores
+from sqale_desktop.core.engines.llama_cpp_engine import gpu_layer_attempts
+from sqale_desktop.core.engines.llama_sampler import sampler_order
+from sqale_desktop.core.engines.qwen35_layout import (
+    QWEN35_2B,
+    Qwen35Shape,
+    convert_tensor,
+    gguf_name,
+    metadata,
+    tensor_specs,
+)
+from sqale_desktop.core.engines.synthetic_gguf import (
+    CHAT_TEMPLATE,
+    SPECIAL_TOKENS,
+    TINY_SHAPE,
+    write_qwen35_gguf,
+)
+
+# Qwen3.5-2B's public config.json (text part nested as in the multimodal checkpoint).
+QWEN35_2B_CONFIG = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "tie_word_embeddings": True,
+    "text_config": {
+        "vocab_size": 248320,
+        "hidden_size": 2048,
+        "num_hidden_layers": 24,
+        "intermediate_size": 6144,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 16,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4,
+        "full_attention_interval": 4,
+        "rms_norm_eps": 1e-6,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {
+            "rope_theta": 10000000,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [11, 11, 10],
+        },
+        "mtp_num_hidden_layers": 1,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tiny_path: Path) -> llama_cpp.Llama:
+    return llama_cpp.Llama(str(tiny_path), n_ctx=256, n_threads=1, verbose=False)
+
+
+def test_hf_config_gives_the_2b_shape() -> None:
+    assert Qwen35Shape.from_hf_config(QWEN35_2B_CONFIG) == QWEN35_2B
+    assert QWEN35_2B.rope_dimension_count == 64
+    assert [i for i in range(24) if QWEN35_2B.is_full_attention(i)] == [3, 7, 11, 15, 19, 23]
+
+
+def test_2b_tensor_list_has_about_1_88_billion_parameters() -> None:
+    specs = tensor_specs(QWEN35_2B)
+    total = sum(int(np.prod(s.shape)) for s in specs)
+    assert 1.85e9 < total < 1.91e9
+    assert "output.weight" not in {s.name for s in specs}  # tied embeddings
+    assert not any(s.name.startswith("blk.24.") for s in specs)  # no MTP block
+
+
+def test_tiny_file_has_the_layout_the_loader_expects(tiny_path: Path) -> None:
+    reader = gguf.GGUFReader(tiny_path)
+    fields = {name: field.contents() for name, field in reader.fields.items()}
+    assert fields["general.architecture"] == "qwen35"
+    for key, value in metadata(TINY_SHAPE).items():
+        assert fields[key] == pytest.approx(value), key
+    names = [t.name for t in reader.tensors]
+    assert names == [s.name for s in tensor_specs(TINY_SHAPE)]
+    shapes = {t.name: tuple(int(d) for d in reversed(t.shape)) for t in reader.tensors}
+    assert all(shapes[s.name] == s.shape for s in tensor_specs(TINY_SHAPE))
+    assert fields["tokenizer.chat_template"] == CHAT_TEMPLATE
+
+
+def test_tiny_file_loads_with_four_blocks_and_single_token_specials(tiny_llama: llama_cpp.Llama) -> None:
+    assert llama_cpp.llama_model_n_layer(tiny_llama.model) == 4
+    vocab = llama_cpp.llama_model_get_vocab(tiny_llama.model)
+    for special in SPECIAL_TOKENS:
+        ids = tiny_llama.tokenize(special.encode(), add_bos=False, special=True)
+        assert len(ids) == 1, special
+    im_end = tiny_llama.tokenize(b"<|im_end|>", add_bos=False, special=True)[0]
+    eot = tiny_llama.tokenize(b"<|endoftext|>", add_bos=False, special=True)[0]
+    assert llama_cpp.llama_vocab_is_eog(vocab, im_end)
+    assert llama_cpp.llama_vocab_is_eog(vocab, eot)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_round_trips_through_the_tiny_vocabulary(tiny_llama: llama_cpp.Llama, text: str) -> None:
+    ids = tiny_llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+    assert tiny_llama.detokenize(ids).decode("utf-8") == text
+
+
+def test_checkpoint_names_map_to_gguf_names() -> None:
+    assert gguf_name("model.language_model.embed_tokens.weight") == "token_embd.weight"
+    assert gguf_name("model.language_model.layers.3.self_attn.q_proj.weight") == "blk.3.attn_q.weight"
+    assert gguf_name("model.language_model.layers.0.linear_attn.A_log") == "blk.0.ssm_a"
+    assert gguf_name("model.language_model.layers.0.linear_attn.dt_bias") == "blk.0.ssm_dt.bias"
+    assert gguf_name("model.layers.5.mlp.down_proj.weight") == "blk.5.ffn_down.weight"
+    assert gguf_name("mtp.layers.0.mlp.down_proj.weight") is None
+    assert gguf_name("model.visual.blocks.0.attn.qkv.weight") is None
+
+
+def test_value_transforms_of_the_converter() -> None:
+    a_log = np.array([0.0, np.log(2.0)], dtype=np.float32)
+    np.testing.assert_allclose(convert_tensor("x.linear_attn.A_log", a_log, QWEN35_2B), [-1.0, -2.0])
+    norm = np.zeros(4, dtype=np.float32)
+    np.testing.assert_allclose(convert_tensor("x.input_layernorm.weight", norm, QWEN35_2B), np.ones(4))
+    np.testing.assert_allclose(convert_tensor("x.linear_attn.norm.weight", norm, QWEN35_2B), np.zeros(4))
+    conv = np.arange(24, dtype=np.float32).reshape(6, 1, 4)
+    assert convert_tensor("x.linear_attn.conv1d.weight", conv, QWEN35_2B).shape == (6, 4)
+
+
+def test_v_heads_move_from_grouped_to_tiled_order() -> None:
+    # 2 K heads, 4 V heads (2 per K head), head dim 1: grouped [K0v0, K0v1, K1v0, K1v1] -> tiled.
+    shape = Qwen35Shape(
+        vocab_size=8, hidden_size=2, num_hidden_layers=4, intermediate_size=2, num_attention_heads=1,
+        num_key_value_heads=1, head_dim=4, linear_num_key_heads=2, linear_num_value_heads=4,
+        linear_key_head_dim=1, linear_value_head_dim=1,
+    )  # fmt: skip
+    z = np.array([[10.0], [11.0], [20.0], [21.0]])
+    tiled = convert_tensor("x.linear_attn.in_proj_z.weight", z, shape)
+    assert tiled[:, 0].tolist() == [10.0, 20.0, 11.0, 21.0]
+    out = z.T
+    assert convert_tensor("x.linear_attn.out_proj.weight", out, shape)[0].tolist() == [10.0, 20.0, 11.0, 21.0]
+
+
+def test_gpu_layer_attempts_end_on_the_cpu() -> None:
+    assert gpu_layer_attempts("auto", False, 24) == [0]
+    assert gpu_layer_attempts("all", False, 24) == [0]
+    assert gpu_layer_attempts("auto", True, 24) == [-1, 12, 6, 3, 1, 0]
+    assert gpu_layer_attempts(10, True, 24) == [10, 5, 2, 1, 0]
+    assert gpu_layer_attempts(0, True, 24) == [0]
+
+
+def test_sampler_chain_applies_temperature_before_truncation() -> None:
+    stages = sampler_order(SamplingParams(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, seed=7))
+    assert [name for name, _ in stages] == ["penalties", "temp", "top_k", "top_p", "min_p", "dist"]
+    assert dict(stages)["temp"] == (0.6,)
+    assert dict(stages)["top_k"] == (20,)
+    assert dict(stages)["top_p"] == (0.95, 1)
+    assert dict(stages)["min_p"] == (0.0, 1)
+    assert dict(stages)["penalties"][1] == 1.0
+    assert dict(stages)["dist"] == (7,)
+
+
+def test_physical_cores_count_cores_not_hyperthreads() -> None:
+    # Two cores with two hyperthreads each: logical CPUs 0-3.
+    blocks = [f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t\t: {cpu % 2}\n" for cpu in range(4)]
+    cpuinfo = "\n".join(blocks)
+    assert _linux_physical_cores(cpuinfo, {0, 1, 2, 3}) == 2
+    assert _linux_physical_cores(cpuinfo, {0}) == 1
+    assert physical_cores() >= 1
