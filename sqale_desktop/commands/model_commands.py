@@ -140,8 +140,8 @@ def run_search(args: argparse.Namespace) -> int:
         token = hub.hub_token()
         repos = hub.search_gguf_repos(checkpoint, token=token, limit=args.limit)
         if not repos:
-            print(f"No GGUF builds of {checkpoint} found on the hub. Convert the checkpoint yourself")
-            print("(packaging/convert-recipe.md) and use 'models import PATH'.")
+            print(f"No GGUF builds of {checkpoint} found on the hub. Convert the checkpoint")
+            print(f"on this machine instead: sqale-desktop models convert {checkpoint}")
             return EXIT_OK
         for repo in repos:
             files = hub.list_gguf_files(repo, token=token)

@@ -37,11 +37,12 @@ from sqale_desktop.core.models.errors import (
     DownloadCancelled,
     DownloadStalled,
     HubUnavailable,
+    InvalidModelFile,
     ModelError,
     NotEnoughDiskSpace,
     NotFoundOnHub,
 )
-from sqale_desktop.core.models.files import git_blob_sha1, sha256_file
+from sqale_desktop.core.models.files import git_blob_sha1, require_gguf, sha256_file
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
 
 Phase = Literal["metadata", "download", "verify", "extras", "done"]
@@ -144,6 +145,11 @@ def download_model(
     disk full, token needed, hub unreachable); the partial file is kept for a later resume
     except after a checksum failure or a full disk.
     """
+    if not file_name.lower().endswith(".gguf"):
+        raise InvalidModelFile(
+            f"{file_name} is not a GGUF file; the app loads GGUF models only. Safetensors "
+            "checkpoints can be converted with 'sqale-desktop models convert'."
+        )
     opts = options or DownloadOptions()
     cancel = cancel or threading.Event()
     registry = registry or Registry()
@@ -156,6 +162,7 @@ def download_model(
 
     with _blob_lock(cpaths, remote):
         sha, path = _fetch_blob(remote, cpaths, revision, token, opts, cancel, meter)
+    require_gguf(path)  # verified bytes, but of something llama.cpp cannot load: not registered
 
     checkpoint = _source_checkpoint(repo, source_checkpoint, token)
     extras: dict[str, str] = {}

@@ -36,7 +36,7 @@ def require_gguf(path: Path) -> None:
     if not is_gguf(path):
         raise InvalidModelFile(
             f"{path.name} is not a GGUF model file (it does not start with 'GGUF'). "
-            "Safetensors checkpoints must be converted to GGUF first (packaging/convert-recipe.md)."
+            "Safetensors checkpoints must be converted first ('sqale-desktop models convert')."
         )
 
 

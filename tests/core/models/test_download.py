@@ -21,6 +21,7 @@ from sqale_desktop.core.models.errors import (
     DownloadCancelled,
     DownloadStalled,
     HubUnavailable,
+    InvalidModelFile,
     ModelError,
     NotEnoughDiskSpace,
 )
@@ -302,3 +303,14 @@ def test_second_download_of_the_same_file_at_once_is_refused(
     record = dl.download_model(GGUF_REPO, FILE, options=FAST).record
     assert FileLock(str(lock_path)).acquire(timeout=1)  # released afterwards
     assert record.sha256 == gguf.sha256(FILE)
+
+
+def test_only_gguf_files_are_registered(repos: tuple[FakeRepo, FakeRepo], fake_hub: FakeHub) -> None:
+    gguf, _ = repos
+    with pytest.raises(InvalidModelFile, match="not a GGUF"):
+        dl.download_model(GGUF_REPO, "README.md", options=FAST)
+    gguf.files["fake.gguf"] = b"PK\x03\x04 a zip, not a model" * 100
+    gguf.lfs.add("fake.gguf")
+    with pytest.raises(InvalidModelFile, match="does not start with 'GGUF'"):
+        dl.download_model(GGUF_REPO, "fake.gguf", options=FAST)
+    assert Registry().list() == []
