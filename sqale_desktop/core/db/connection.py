@@ -75,6 +75,9 @@ class _Link:
     started_generation: int = 0
     timed_out: bool = False
     busy: bool = field(default=False)
+    # Paged cursors still open on this connection: it outlives its thread until they close
+    # (the grid fetches pages on the GUI thread from a cursor a pool thread started).
+    open_cursors: int = 0
 
 
 def _decode_text(raw: bytes) -> str:
@@ -192,7 +195,11 @@ class ReadOnlyDatabase:
             link = self._links.get(key)
             if link is not None and link.thread() is threading.current_thread():
                 return link
-            dead = [k for k, v in self._links.items() if (t := v.thread()) is None or not t.is_alive()]
+            dead = [
+                k
+                for k, v in self._links.items()
+                if ((t := v.thread()) is None or not t.is_alive()) and v.open_cursors == 0
+            ]
             stale = [self._links.pop(k) for k in dead]
         for old in stale:
             old.conn.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.db import QueryDenied, QueryInterrupted, open_readonly
+from sqale_desktop.core.db import QueryCursor, QueryDenied, QueryInterrupted, open_readonly
 
 TRACKS = 3503
 
@@ -79,3 +79,27 @@ def test_interrupted_page_ends_the_cursor_and_the_database_stays_usable(chinook:
         assert [type(e) for e in errors] == [QueryInterrupted]
         assert cursor.exhausted and cursor.fetch_page(10) == []
         assert db.execute("SELECT 3").rows == [(3,)]
+
+
+def test_cursor_outlives_the_thread_that_started_it(chinook: Path) -> None:
+    """The grid pages on the GUI thread through a cursor a short-lived pool thread started."""
+    with open_readonly(chinook) as db:
+        made: list[QueryCursor] = []
+        starter = threading.Thread(target=lambda: made.append(db.cursor("SELECT TrackId FROM Track")))
+        starter.start()
+        starter.join()
+        (cursor,) = made
+        # Another new thread opening its own connection prunes dead threads' idle connections.
+        other = threading.Thread(target=lambda: db.execute("SELECT 1"))
+        other.start()
+        other.join()
+        total = 0
+        while not cursor.exhausted:
+            total += len(cursor.fetch_page(500))
+        assert total == TRACKS
+        cursor.close()
+        links_before = len(db._links)
+        last = threading.Thread(target=lambda: db.execute("SELECT 1"))
+        last.start()
+        last.join()
+        assert len(db._links) < links_before + 1  # the finished cursor's dead link was pruned
