@@ -38,7 +38,8 @@ class QueryCursor:
         self._cursor: sqlite3.Cursor | None = None
         with db.operation(self._link, sql):
             self._cursor = self._link.conn.execute(prepare_text(sql))
-        self._link.open_cursors += 1
+        with db._lock:
+            self._link.open_cursors += 1
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
         if not self.columns:
             self.close()
@@ -75,7 +76,8 @@ class QueryCursor:
             with contextlib.suppress(sqlite3.Error):
                 self._cursor.close()
             self._cursor = None
-            self._link.open_cursors -= 1
+            with self._db._lock:
+                self._link.open_cursors -= 1
 
     def __enter__(self) -> QueryCursor:
         return self

@@ -70,3 +70,28 @@ def test_big_schema_with_odd_identifiers() -> None:
         schema = load_schema(db)
     assert len(schema.visible()) == 367
     assert all(t.error is None for t in schema.tables)
+
+
+def test_broken_view_is_reported_and_the_rest_still_described(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "broken.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE kept (id INTEGER PRIMARY KEY, label TEXT) WITHOUT ROWID;
+        CREATE TABLE gone (id INTEGER PRIMARY KEY);
+        CREATE VIEW orphan AS SELECT * FROM gone;
+        CREATE TRIGGER kept_audit AFTER INSERT ON kept BEGIN SELECT 1; END;
+        DROP TABLE gone;
+        """
+    )
+    conn.close()
+    with open_readonly(path) as db:
+        schema = load_schema(db)
+        orphan = schema.find("orphan")
+        kept = schema.find("KEPT")
+        assert orphan is not None and orphan.error == "no such table: main.gone"
+        assert kept is not None and kept.error is None and kept.without_rowid
+        assert [c.name for c in kept.columns] == ["id", "label"]
+        assert row_count(db, "kept") == 0
