@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,12 @@ class EpisodeDone:
 
 
 Item = tuple[int, Event] | EpisodeFailed | EpisodeDone
+
+# A worker busy in pure Python keeps the GIL for Python's whole switch interval (5 ms) each time
+# the UI thread asks for it, and the UI thread asks once per Qt call; so the worker gives the
+# GIL away on its own, 1 ms in every 4, and the UI's calls go through without waiting.
+GIL_SLICE_S = 0.004
+GIL_YIELD_S = 0.001
 
 
 def merge_deltas(items: list[Item]) -> list[Item]:
@@ -95,6 +102,13 @@ class AgentWorker(QObject):
         self._queue: collections.deque[Item] = collections.deque()
         self._notified = False
         self._cancel_upto = 0
+        # Set while the UI is not applying events.  A model streaming at full speed in pure Python
+        # (the replay engine, a fast server) holds the GIL for 5 ms at a time, and every Qt call
+        # the UI thread makes releases and re-takes the GIL, so a drain of a few dozen calls
+        # could take hundreds of milliseconds.  The worker pauses between events while the UI
+        # drains (a real model's decode releases the GIL anyway), so the UI always comes first.
+        self.ui_idle = threading.Event()
+        self.ui_idle.set()
 
     # called from the UI thread ------------------------------------------------------------
     def cancel(self, upto_episode: int) -> None:
@@ -181,8 +195,13 @@ class AgentWorker(QObject):
                     cancel.set()
             with self._lock:
                 episode_fn = self._episode_fn
+            last_yield = time.perf_counter()
             for event in episode_fn(engine, db, question, cancel):
                 self._push((episode_id, event))
+                self.ui_idle.wait(0.25)
+                if time.perf_counter() - last_yield > GIL_SLICE_S:
+                    time.sleep(GIL_YIELD_S)  # let the UI thread take the GIL between its Qt calls
+                    last_yield = time.perf_counter()
         except BaseException as exc:  # every worker catches everything and reports it
             if not isinstance(exc, RuntimeError) or str(exc) != "no model installed":
                 log.exception("episode failed")
@@ -267,6 +286,13 @@ class AgentRunner(QObject):
 
     def stop(self) -> None:
         self.worker.cancel(self._next_id)
+
+    def pause_worker(self) -> None:
+        """The UI is about to apply events: the worker waits between events until ``resume_worker``."""
+        self.worker.ui_idle.clear()
+
+    def resume_worker(self) -> None:
+        self.worker.ui_idle.set()
 
     def drain(self) -> list[Item]:
         items = self.worker.drain()

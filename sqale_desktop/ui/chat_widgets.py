@@ -14,12 +14,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QTextCharFormat, QTextCursor
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFontDatabase,
+    QStandardItem,
+    QStandardItemModel,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -38,7 +45,7 @@ from sqale_desktop.core.tools.payloads import (
     SubmittedPayload,
     TablesPayload,
 )
-from sqale_desktop.ui.result_model import ResultTableModel
+from sqale_desktop.ui.result_model import display_value
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.sql_highlight import format_sql
 
@@ -121,17 +128,33 @@ class ThinkingBox(QWidget):
 
 
 def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QWidget) -> QTableView:
+    """A small static table.  A C++ QStandardItemModel on purpose: painting it never calls back
+    into Python, so a card stays cheap to draw while the model streams on another thread."""
     view = QTableView(parent)
-    model = ResultTableModel(None, list(rows)[:MAX_CARD_ROWS], view, columns=columns)
+    shown = list(rows)[:MAX_CARD_ROWS]
+    model = QStandardItemModel(len(shown), len(columns), view)
+    model.setHorizontalHeaderLabels([str(c) for c in columns])
+    grey = QBrush(QColor("#8a8a8a"))
+    for r, row in enumerate(shown):
+        for c, value in enumerate(row[: len(columns)]):
+            item = QStandardItem(display_value(value))
+            item.setEditable(False)
+            if value is None or isinstance(value, bytes | bytearray | memoryview):
+                item.setForeground(grey)
+                font = item.font()
+                font.setItalic(True)
+                item.setFont(font)
+            elif isinstance(value, int | float):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            model.setItem(r, c, item)
     view.setModel(model)
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.verticalHeader().setVisible(False)
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    view.resizeColumnsToContents()
     view.horizontalHeader().setStretchLastSection(True)
     row_height = view.verticalHeader().defaultSectionSize()
-    shown = max(1, model.rowCount())
-    view.setFixedHeight(view.horizontalHeader().sizeHint().height() + row_height * shown + 4)
+    view.setFixedHeight(view.horizontalHeader().sizeHint().height() + row_height * max(1, len(shown)) + 4)
     view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return view
 

@@ -7,7 +7,9 @@ banner at the top, not a dialog box in the way and not a crash.
 
 from __future__ import annotations
 
+import collections
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import settings as settings_mod
-from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event, TextDelta
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, load_schema
 from sqale_desktop.core.settings import Settings
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
 """Settings -> (engine factory or None, status-bar description, episode function)."""
 
+DRAIN_BUDGET_S = 0.012
 DRAIN_INTERVAL_MS = 40
 """How often streamed events are applied: 25 times a second is smooth and bounds the UI's work."""
 
@@ -96,6 +99,7 @@ class MainWindow(QMainWindow):
         self.runner.items_ready.connect(self._schedule_drain)
         self.runner.engine_state.connect(self._engine_state)
         self._live: dict[int, _Live] = {}
+        self._pending: collections.deque[Any] = collections.deque()
         self._drain_timer = QTimer(self)
         self._drain_timer.setSingleShot(True)
         self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
@@ -338,7 +342,7 @@ class MainWindow(QMainWindow):
     # the agent ------------------------------------------------------------------------------
     def ask(self, page: DatabasePage, question: str) -> int | None:
         """Start an episode for ``question`` on ``page``'s database; returns its id."""
-        if self.runner.busy or not self.has_engine:
+        if self._live or not self.has_engine:
             return None
         entry_id = None
         if self.history is not None and page.conversation_id is not None:
@@ -355,7 +359,7 @@ class MainWindow(QMainWindow):
 
     def stop(self) -> None:
         """Esc / Stop: cancel generation and the running queries together."""
-        if self.runner.busy:
+        if self._live:
             self.runner.stop()
             self.show_message("Stopping…")
         page = self.current_page()
@@ -367,8 +371,33 @@ class MainWindow(QMainWindow):
             self._drain_timer.start()
 
     def drain(self) -> None:
-        """Apply what the agent thread produced since the last drain."""
-        items = self.runner.drain()
+        """Apply what the agent thread produced, at most ``DRAIN_BUDGET_S`` of work per call.
+
+        The worker waits meanwhile.  What does not fit (building a card costs ~15 ms) is left for
+        the next turn of the event loop, so input, timers and painting get in between.
+        """
+        self.runner.pause_worker()
+        try:
+            self._pending.extend(self.runner.drain())
+            deadline = time.perf_counter() + DRAIN_BUDGET_S
+            batch: list[Any] = []
+            while self._pending:
+                item = self._pending.popleft()
+                batch.append(item)
+                if not (isinstance(item, tuple) and isinstance(item[1], TextDelta)):
+                    self._apply_items(batch)
+                    batch = []
+                    if time.perf_counter() > deadline:
+                        break
+            self._apply_items(batch)
+            if self._pending:
+                QTimer.singleShot(0, self.drain)
+        finally:
+            # Resume only after the layout and paint events the drain posted have run: painting
+            # calls back into Python (models, highlighters) and should not queue behind the worker.
+            QTimer.singleShot(0, self.runner.resume_worker)
+
+    def _apply_items(self, items: list[Any]) -> None:
         batch: dict[int, list[Event]] = {}
         for item in items:
             if isinstance(item, tuple):
@@ -385,8 +414,8 @@ class MainWindow(QMainWindow):
                 self._episode_over(item.episode_id, None, str(item.error) or type(item.error).__name__)
             elif isinstance(item, EpisodeDone):
                 self._episode_over(item.episode_id, None, None)
+                self._refresh_ask_state()
         self._flush(batch)
-        self._refresh_ask_state()
 
     def _flush(self, batch: dict[int, list[Event]]) -> None:
         for episode_id, events in batch.items():
@@ -402,6 +431,7 @@ class MainWindow(QMainWindow):
         live = self._live.pop(episode_id, None)
         if live is None:
             return
+        self._refresh_ask_state()
         if live.page.chat.current is live.view:
             live.page.chat.end(episode, error)
         if episode is not None and live.entry_id is not None and self.history is not None:
@@ -420,7 +450,7 @@ class MainWindow(QMainWindow):
     def _refresh_ask_state(self) -> None:
         reason = "" if self.has_engine else "No model installed: Tools → Models… to download one."
         for page in self.pages():
-            page.chat.set_ask_enabled(self.has_engine and not self.runner.busy, reason)
+            page.chat.set_ask_enabled(self.has_engine and not self._live, reason)
 
     def _engine_state(self, state: str, text: str) -> None:
         if state == "loading":

@@ -57,6 +57,8 @@ class ResultGrid(QTableView):
         self.horizontalHeader().setSortIndicatorShown(True)
         self.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        # Size columns from the first rows only: measuring every loaded row costs ~0.25 ms a row.
+        self.horizontalHeader().setResizeContentsPrecision(40)
         QShortcut(
             QKeySequence.StandardKey.Copy,
             self,
