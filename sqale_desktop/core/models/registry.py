@@ -54,6 +54,15 @@ class ModelRecord:
     def name(self) -> str:
         return Path(self.path).name
 
+    @property
+    def model_dir(self) -> Path:
+        """The folder to read ``sqale_agent.py`` / ``generation_config.json`` from
+        (``agent.protocol.load_protocol``): where the fetched extras lie (the checkpoint's
+        snapshot in the hub cache), else the GGUF's own folder."""
+        if self.extras:
+            return Path(next(iter(self.extras.values()))).parent
+        return Path(self.path).parent
+
 
 @dataclass(frozen=True)
 class VerifyResult:

@@ -77,6 +77,9 @@ def test_normal_download_lands_in_hub_cache_and_registry(
     assert try_to_load_from_cache(GGUF_REPO, FILE) == record.path
     assert set(record.extras) == {"sqale_agent.py", "generation_config.json"}
     assert Path(record.extras["sqale_agent.py"]).read_text().startswith("SYSTEM_PROMPT")
+    # the agent reads both extras from one folder
+    assert (record.model_dir / "generation_config.json").read_text() == '{"temperature": 0.6}'
+    assert (record.model_dir / "sqale_agent.py").is_file()
     assert Registry().get(record.id) == record
     downloads = [p for p in seen if p.phase == "download"]
     assert downloads and downloads[-1].done == downloads[-1].total == len(gguf.files[FILE])

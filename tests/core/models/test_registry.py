@@ -37,6 +37,7 @@ def test_import_real_gguf_registers_where_it_lies(isolated_home: Path) -> None:
     assert registry_path().parent == paths.data_dir()
     assert str(registry_path()).startswith(str(isolated_home))
     assert Registry().get(record.id) == record  # persisted, read back by a new instance
+    assert record.model_dir == model.resolve().parent  # no extras: the GGUF's own folder
 
 
 def test_import_rejects_non_gguf(tmp_path: Path) -> None:
