@@ -26,7 +26,7 @@ import pytest
 from sqale_desktop.core import secrets, settings
 from sqale_desktop.core.agent.events import EpisodeEnded
 from sqale_desktop.core.agent.loop import run_episode
-from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.replay import ReplayEngine
@@ -95,7 +95,7 @@ def smollm2() -> Path:
 
 
 def test_startup_pieces_and_replay_episode_make_no_connection(
-    no_network: list[str], chinook: Path, monkeypatch: pytest.MonkeyPatch
+    no_network: list[str], chinook: Path, tmp_path: Path
 ) -> None:
     from keyring.backends import fail
 
@@ -106,6 +106,16 @@ def test_startup_pieces_and_replay_episode_make_no_connection(
         assert secrets.keyring_message() is not None
         record = Registry().import_file(smollm2(), source_checkpoint=catalog.default_entry().repo_id)
         assert Registry().verify(record.id).ok
+        extras = tmp_path / "snapshot"
+        extras.mkdir()
+        (extras / "generation_config.json").write_text('{"temperature": 0.6, "top_p": 0.95, "top_k": 20}')
+        record = Registry().add(
+            dataclasses.replace(
+                record, extras={"generation_config.json": str(extras / "generation_config.json")}
+            )
+        )
+        protocol = load_protocol(Registry().get(record.id).model_dir)
+        assert protocol.sampling.top_k == 20
         assert gpu_offload().message
         assert catalog.large_schema_hint(3) is None
 
@@ -116,7 +126,7 @@ def test_startup_pieces_and_replay_episode_make_no_connection(
                 "<think>\nDone.\n</think>\n\n"
                 '{"tool": "submit_sql", "args": {"sql": "SELECT COUNT(*) FROM Artist"}}',
             ]
-            events = list(run_episode("How many artists?", db, ToolBox(db), ReplayEngine(script)))
+            events = list(run_episode("How many artists?", db, ToolBox(db), ReplayEngine(script), protocol))
         finally:
             db.close()
     finally:
