@@ -2,8 +2,8 @@
 
 A model is registered only after its file is complete and verified (a hub download's sha256
 matched the hub's; an imported file has the GGUF magic), so anything in the registry can be
-loaded without touching the network.  The file is small and rewritten atomically; a lock guards
-read-modify-write between threads of one process (the UI's download worker and its main thread).
+loaded without touching the network.  The file is small and rewritten atomically; a process-wide
+lock guards read-modify-write between threads (the UI's download worker and its main thread).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, Unkno
 from sqale_desktop.core.models.files import HashProgress, require_gguf, sha256_file
 
 REGISTRY_FILE = "models.json"
+_LOCK = threading.RLock()
+"""One lock for every Registry in the process: the UI, a download worker and a conversion worker
+may each hold their own instance of the same file."""
 REGISTRY_VERSION = 1
 
 Origin = Literal["hub", "import", "convert"]
@@ -91,7 +94,7 @@ class Registry:
 
     def __init__(self, path: Path | None = None) -> None:
         self._path = path or registry_path()
-        self._lock = threading.RLock()
+        self._lock = _LOCK
 
     @property
     def path(self) -> Path:

@@ -117,3 +117,22 @@ def test_slug_and_magic_helpers(tmp_path: Path) -> None:
     blob = tmp_path / "readme"
     blob.write_bytes(b"hello\n")
     assert git_blob_sha1(blob) == "ce013625030ba8dba906f756967f9e9ca394464a"  # `git hash-object`
+
+
+def test_concurrent_adds_from_threads_lose_nothing(tmp_path: Path) -> None:
+    import threading
+
+    files = [fake_gguf(tmp_path, f"m{i}.gguf", body=bytes([i]) * 10) for i in range(16)]
+    barrier = threading.Barrier(8)
+
+    def work(chunk: list[Path]) -> None:
+        barrier.wait()
+        for path in chunk:
+            Registry().import_file(path)  # a separate instance per call, as separate workers have
+
+    threads = [threading.Thread(target=work, args=(files[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.id for r in Registry().list()) == sorted(f"m{i}" for i in range(16))
