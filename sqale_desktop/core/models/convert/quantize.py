@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sqale_desktop.core.models.convert.child import child_command, child_env
 from sqale_desktop.core.models.convert.errors import ConversionCancelled, QuantizationFailed
 
 # User-facing names -> llama_cpp's LLAMA_FTYPE_* constant names.
@@ -48,10 +49,10 @@ def quantize(
     if quant not in QUANT_TYPES:
         raise QuantizationFailed(f"unknown quantization {quant!r}; choose one of {', '.join(QUANT_TYPES)}")
     n_threads = threads or max(1, os.cpu_count() or 1)
-    cmd = [sys.executable, "-m", __name__, str(src), str(dst), quant, str(n_threads)]
+    cmd = child_command(__name__, str(src), str(dst), quant, str(n_threads))
     tail: list[bytes] = []
     stop = threading.Event()
-    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()) as proc:
 
         def watch_cancel() -> None:
             while not stop.wait(0.1):

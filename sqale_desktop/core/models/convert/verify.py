@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqale_desktop.core.models.convert.child import child_command, child_env
 from sqale_desktop.core.models.convert.errors import VerificationFailed
 
 PROBE_PROMPT = "<|im_start|>user\nList the tables.<|im_end|>\n<|im_start|>assistant\n"
@@ -30,9 +31,9 @@ class VerifyReport:
 
 def verify_gguf(path: Path, n_tokens: int = 4, timeout_s: float = 600.0) -> VerifyReport:
     """Load ``path``, generate ``n_tokens`` greedily; raise VerificationFailed otherwise."""
-    cmd = [sys.executable, "-m", __name__, str(path), str(n_tokens)]
+    cmd = child_command(__name__, str(path), str(n_tokens))
     try:
-        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False, env=child_env())
     except subprocess.TimeoutExpired as exc:
         raise VerificationFailed("the converted model did not finish a test generation in time") from exc
     lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
