@@ -241,13 +241,13 @@ class AgentRunner(QObject):
         items_ready(): the worker queued items; call ``drain()``.
         engine_state(str, str): forwarded from the worker.
         _run(int, str, str): internal, queued to the worker's ``run_episode``.
+        _load(): internal, queued to the worker's ``load_engine``.
     """
 
     items_ready = Signal()
     engine_state = Signal(str, str)
     _run = Signal(int, str, str)
     _load = Signal()
-    _close = Signal()
 
     def __init__(
         self,
@@ -263,7 +263,6 @@ class AgentRunner(QObject):
         self.worker.moveToThread(self._thread)
         self._run.connect(self.worker.run_episode)
         self._load.connect(self.worker.load_engine)
-        self._close.connect(self.worker.close)
         self.worker.items_ready.connect(self.items_ready)
         self.worker.engine_state.connect(self.engine_state)
         self._next_id = 0
@@ -313,9 +312,14 @@ class AgentRunner(QObject):
         if not self.is_busy():
             return True
         self.worker.cancel(self._next_id)
-        self._close.emit()
+        self.worker.ui_idle.set()
         self._thread.quit()
-        return bool(self._thread.wait(timeout_ms))
+        stopped = bool(self._thread.wait(timeout_ms))
+        if stopped:
+            # The thread has ended, so what it owned can be closed from here; a queued close
+            # would never run, because quit() ends the loop before its pending events.
+            self.worker.close()
+        return stopped
 
 
 def episode_of(items: list[Item]) -> Episode | None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core.agent.events import Episode, Event
+from sqale_desktop.ui.chat_widgets import RerunCard
 from sqale_desktop.ui.episode_view import EpisodeView
 
 
@@ -97,6 +98,7 @@ class ChatPane(QWidget):
         layout.addLayout(row)
 
         self.episodes: list[EpisodeView] = []
+        self.reruns: list[RerunCard] = []
         self.current: EpisodeView | None = None
         self._clock = QTimer(self)  # refreshes elapsed time while an episode runs
         self._clock.setInterval(250)
@@ -142,6 +144,16 @@ class ChatPane(QWidget):
         self.episodes.append(view)
         self._scroll_to_end()
         return view
+
+    def add_rerun(self, sql: str, row_count: int | None, error: str | None) -> RerunCard:
+        """Keep SQL the user ran in the conversation."""
+        self.placeholder.hide()
+        card = RerunCard(sql, row_count, error, self._content)
+        card.open_in_editor.connect(self.open_in_editor)
+        self._column.insertWidget(self._column.count() - 1, card)
+        self.reruns.append(card)
+        self._scroll_to_end()
+        return card
 
     def begin(self, question: str) -> EpisodeView:
         """A new live episode: the pane is busy until ``end``."""

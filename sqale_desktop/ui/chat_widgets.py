@@ -312,3 +312,37 @@ class AnswerCard(QFrame):
 
     def set_details(self, text: str) -> None:
         self.details.setText(text)
+
+
+class RerunCard(QFrame):
+    """SQL the user edited and ran, kept in the conversation with its outcome.
+
+    Signals:
+        open_in_editor(str): put this SQL back in the editor.
+    """
+
+    open_in_editor = Signal(str)
+
+    def __init__(
+        self, sql: str, row_count: int | None, error: str | None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        _card_frame(self, "rerunCard")
+        self.sql = sql
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        if error:
+            outcome = f"failed: {error}"
+        elif row_count is None:
+            outcome = "ran"
+        else:
+            outcome = f"{row_count:,} row{'' if row_count == 1 else 's'}"
+        head = QHBoxLayout()
+        self.heading = QLabel(f"<b>You ran</b> — {_escape(outcome)}", self)
+        self.heading.setWordWrap(True)
+        reopen = QPushButton("Open in editor", self)
+        reopen.clicked.connect(lambda: self.open_in_editor.emit(self.sql))
+        head.addWidget(self.heading, 1)
+        head.addWidget(reopen)
+        layout.addLayout(head)
+        layout.addWidget(_sql_view(sql, self, max_lines=8))

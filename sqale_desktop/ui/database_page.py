@@ -123,7 +123,7 @@ class DatabasePage(QWidget):
         """Put SQL in the editor (an answer to edit and rerun), formatted, and run it."""
         self.sql.editor.set_sql(format_sql(sql))
         if run:
-            self.sql.run()
+            self.sql.run(by_user=False)
 
     def preview_table(self, table: str) -> None:
         self.open_sql(f"SELECT * FROM {quote_identifier(table)}")

@@ -286,7 +286,7 @@ class MainWindow(QMainWindow):
         page.chat.stop_requested.connect(self.stop)
         page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
         page.damaged.connect(self.show_error)
-        page.sql.query_finished.connect(lambda model, p=page: self._record_rerun(p, model))
+        page.sql.user_ran.connect(lambda sql, rows, error, p=page: self._record_rerun(p, sql, rows, error))
         index = self.tabs.addTab(page, db.name)
         self.tabs.setTabToolTip(index, str(db.path))
         self.tabs.setCurrentIndex(index)
@@ -487,8 +487,12 @@ class MainWindow(QMainWindow):
         except Exception as exc:
             self.show_error(f"Could not read the conversation history: {exc}")
             return
+        last_sql = None
         for entry in entries:
-            if entry.kind != "question":
+            if entry.sql:
+                last_sql = entry.sql
+            if entry.kind == "rerun":
+                page.chat.add_rerun(entry.sql or "", entry.row_count, entry.error)
                 continue
             if entry.episode is not None:
                 page.chat.add_episode(EpisodeView.from_record(entry.episode))
@@ -501,9 +505,18 @@ class MainWindow(QMainWindow):
                     error=entry.error or "interrupted: the app closed while this episode ran",
                 )
                 page.chat.add_episode(EpisodeView.from_record(stub))
+        if last_sql:
+            page.open_sql(last_sql, run=False)  # where the user left off, ready to edit and run
 
-    def _record_rerun(self, page: DatabasePage, model: Any) -> None:
-        del page, model  # reruns are stored by the history owner when it supports them
+    def _record_rerun(self, page: DatabasePage, sql: str, row_count: int | None, error: str | None) -> None:
+        """The user edited and ran SQL: keep it in the conversation and the history."""
+        page.chat.add_rerun(sql, row_count, error)
+        if self.history is None or page.conversation_id is None:
+            return
+        try:
+            self.history.add_rerun(page.conversation_id, sql, row_count=row_count, error=error)
+        except Exception as exc:  # history trouble must not stop the user's work
+            log.warning("could not record the query: %s", exc)
 
     # messages -------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:

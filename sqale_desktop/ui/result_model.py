@@ -186,6 +186,11 @@ class ResultTableModel(QAbstractTableModel):
     def complete(self) -> bool:
         return not self.canFetchMore()
 
+    @property
+    def truncated(self) -> bool:
+        """The cursor stopped at its row cap (more rows exist than the grid will hold)."""
+        return bool(getattr(self._cursor, "truncated", False))
+
     def tsv(self, indexes: Sequence[QModelIndex], with_header: bool = False) -> str:
         """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty)."""
         if not indexes:

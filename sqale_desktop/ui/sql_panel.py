@@ -92,12 +92,14 @@ class SqlPanel(QWidget):
     Signals:
         query_finished(object): a ResultTableModel with the first page loaded.
         query_failed(str): the message (refusals say why the statement is not read-only).
+        user_ran(str, object, object): the user ran SQL: (sql, row count or None, error or None).
         export_finished(str, int): path and number of rows written.
         export_failed(str): the message.
     """
 
     query_finished = Signal(object)
     query_failed = Signal(str)
+    user_ran = Signal(str, object, object)
     export_finished = Signal(str, int)
     export_failed = Signal(str)
 
@@ -111,10 +113,10 @@ class SqlPanel(QWidget):
         self.model: ResultTableModel | None = None
 
         self.editor = SqlEditor(self)
-        self.editor.run_requested.connect(self.run)
+        self.editor.run_requested.connect(lambda: self.run())
         self.run_button = QPushButton("Run", self)
         self.run_button.setToolTip("Run the statement (Ctrl+Enter)")
-        self.run_button.clicked.connect(self.run)
+        self.run_button.clicked.connect(lambda: self.run())
         self.format_button = QPushButton("Format", self)
         self.format_button.clicked.connect(self.editor.format)
         self.copy_button = QPushButton("Copy SQL", self)
@@ -163,22 +165,25 @@ class SqlPanel(QWidget):
     def running(self) -> bool:
         return self._job is not None
 
-    def run(self, sql: str | None = None) -> None:
-        """Run the editor's SQL (or ``sql``, which then replaces the editor's text) on the pool."""
+    def run(self, sql: str | None = None, by_user: bool = True) -> None:
+        """Run the editor's SQL (or ``sql``, which then replaces the editor's text) on the pool.
+
+        ``by_user``: the user ran it (Ctrl+Enter, Run), as opposed to the window showing an
+        answer; only the user's runs are reported through ``user_ran`` (and kept in the history).
+        """
         if sql is not None:
             self.editor.set_sql(sql)
         text = self.editor.sql().strip()
         if not text:
             return
-        self._start(text, text)
+        self._start(text, text, by_user)
 
-    def _start(self, sql: str, shown_sql: str) -> None:
+    def _start(self, sql: str, shown_sql: str, by_user: bool = False) -> None:
         self.stop()
         self._generation += 1
         generation = self._generation
         self._last_sql = shown_sql
         self.message.setText("Running…")
-        self.run_button.setEnabled(False)
         db = self.db
 
         def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
@@ -192,8 +197,8 @@ class SqlPanel(QWidget):
 
         self._job = self._pool.start(
             job,
-            finished=lambda result: self._finished(generation, result),
-            failed=lambda exc: self._failed(generation, exc),
+            finished=lambda result: self._finished(generation, result, by_user),
+            failed=lambda exc: self._failed(generation, exc, by_user),
         )
 
     def stop(self) -> None:
@@ -201,15 +206,13 @@ class SqlPanel(QWidget):
         if self._job is not None:
             self._job.request_cancel()
             self._job = None
-            self.run_button.setEnabled(True)
 
-    def _finished(self, generation: int, result: tuple[QueryCursor, list[Any], float]) -> None:
+    def _finished(self, generation: int, result: tuple[QueryCursor, list[Any], float], by_user: bool) -> None:
         cursor, first, seconds = result
         if generation != self._generation:
             cursor.close()
             return
         self._job = None
-        self.run_button.setEnabled(True)
         old = self.model
         model = ResultTableModel(cursor, first, self)
         model.resort_requested.connect(self._resort)
@@ -223,6 +226,8 @@ class SqlPanel(QWidget):
         self._describe(model, seconds)
         self._set_export_enabled(bool(model.columns))
         self.query_finished.emit(model)
+        if by_user:
+            self.user_ran.emit(self._last_sql, model.rowCount() if model.complete else None, None)
 
     def _describe(self, model: ResultTableModel, seconds: float) -> None:
         rows = model.rowCount()
@@ -230,21 +235,21 @@ class SqlPanel(QWidget):
             self.message.setText(f"The statement ran ({seconds * 1000:.0f} ms) and returned no columns.")
             return
         if model.complete:
-            cap = getattr(model, "_cursor", None)
-            capped = bool(getattr(cap, "truncated", False))
+            capped = model.truncated
             note = f" (stopped at the {GRID_ROW_CAP:,}-row cap; export gets all)" if capped else ""
             self.message.setText(f"{rows:,} rows{note} · {seconds * 1000:.0f} ms")
         else:
             self.message.setText(f"{rows:,} rows loaded, more as you scroll · {seconds * 1000:.0f} ms")
 
-    def _failed(self, generation: int, exc: BaseException) -> None:
+    def _failed(self, generation: int, exc: BaseException, by_user: bool) -> None:
         if generation != self._generation:
             return
         self._job = None
-        self.run_button.setEnabled(True)
         text = str(exc) or type(exc).__name__
         self.message.setText(f"⚠ {text}")
         self.query_failed.emit(text)
+        if by_user:
+            self.user_ran.emit(self._last_sql, None, text)
 
     def _resort(self, column: int, order: Qt.SortOrder) -> None:
         """Sort the whole result: re-run the statement wrapped in ORDER BY (column position)."""

@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import sqale_desktop.ui  # first: applies the PySide6 6.12.0 None-refcount guard (ui/_none_guard.py)
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -17,6 +17,7 @@ from sqale_desktop.core.history import History
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.main_window import MainWindow
+from sqale_desktop.ui.sql_highlight import format_sql
 from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, chinook_script
 
 WindowFactory = Callable[..., MainWindow]
@@ -227,6 +228,12 @@ def test_reask_and_restart_restores_the_conversation(
         "Which artists have the most albums?",
         "Which five artists have the most albums?",
     ]
+    edited = "SELECT Name FROM Artist WHERE Name LIKE 'Iron%'"
+    with qtbot.waitSignal(page.sql.user_ran, timeout=10_000) as ran:
+        page.sql.editor.set_sql(edited)
+        page.sql.run_button.click()
+    assert ran.args == [edited, 1, None]
+    assert [card.sql for card in page.chat.reruns] == [edited]
     assert window.shutdown()
     window.close()
 
@@ -237,6 +244,8 @@ def test_reask_and_restart_restores_the_conversation(
         "Which artists have the most albums?",
         "Which five artists have the most albums?",
     ]
+    assert [card.sql for card in restored.chat.reruns] == [edited]
+    assert restored.sql.editor.sql() == format_sql(edited)  # where the user left off, formatted
     assert views[0].answer is not None and "SELECT" in views[0].answer.sql
     assert views[0].ended_by == "submit_sql"
     assert [c.tool for c in views[0].tool_cards()] == [
@@ -273,3 +282,27 @@ def test_recent_list_is_persisted_and_reopens(qtbot: Any, make_window: WindowFac
     with qtbot.waitSignal(window.database_opened, timeout=10_000):
         actions[0].trigger()
     assert len(window.pages()) == 1
+
+
+def test_drop_a_file_to_open_it(qtbot: Any, make_window: WindowFactory, northwind: Path) -> None:
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    window = make_window()
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(northwind))])
+    event = QDropEvent(
+        QPointF(10, 10),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    with qtbot.waitSignal(window.database_opened, timeout=10_000) as blocker:
+        window.dropEvent(event)
+    page = blocker.args[0]
+    assert page.path == northwind
+    # Northwind has names with spaces and views: the tree shows both kinds.
+    names = page.schema_model.tables()
+    assert "Order Details" in names
+    assert any("(view)" in page.schema_model.item(i).text() for i in range(len(names)))

@@ -1,4 +1,4 @@
-"""The PySide6 6.12.0 None-refcount workaround keeps long sessions alive (see ui/_none_guard.py)."""
+"""The PySide6 6.12.0 singleton-refcount workaround keeps long sessions alive (see ui/_none_guard.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import sqale_desktop.ui  # applies the guard
 from PySide6.QtWidgets import QApplication, QLabel
 app = QApplication([])
 label = QLabel()
-for i in range(50_000):  # far more void calls than None has references in a fresh interpreter
+for i in range(50_000):  # far more calls than None/False have references in a fresh interpreter
     label.setText("x")
+    label.isVisible()
     app.processEvents()
 print("alive", sqale_desktop.ui.NONE_GUARDED)
 """
