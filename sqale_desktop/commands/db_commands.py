@@ -12,7 +12,9 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
@@ -80,7 +82,7 @@ def run_tool(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     with db:
         output = ToolBox(db).call(args.name, tool_args)
-    print(output.text)
+    _emit(lambda: print(output.text))
     return EXIT_OK if output.ok else EXIT_FAILED
 
 
@@ -93,12 +95,23 @@ def run_query(args: argparse.Namespace) -> int:
     except DatabaseError as exc:
         print(f"sqale-desktop query: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    WRITERS[args.format](result, sys.stdout)
+    _emit(lambda: WRITERS[args.format](result, sys.stdout))
     if result.truncated:
         print(
             f"note: showing the first {result.row_count} rows; more rows exist (--max-rows)", file=sys.stderr
         )
     return EXIT_OK
+
+
+def _emit(write: Callable[[], None]) -> None:
+    """Write to stdout; a reader that went away (``| head``) is not an error worth a traceback."""
+    try:
+        write()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def write_table(result: QueryResult, out: TextIO) -> None:

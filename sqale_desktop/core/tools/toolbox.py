@@ -207,6 +207,9 @@ class ToolBox:
             raise _ToolError(fmt.error(table.error))
         names = [c.name for c in table.columns]
         column = find_name(column_name, names)
+        prefix, dot, bare = column_name.rpartition(".")
+        if column is None and dot and find_name(prefix, [table.name]):
+            column = find_name(bare, names)  # "Customer.Country" names the table's own column
         if column is None:
             shown = display_identifier(table.name)
             raise _ToolError(fmt.no_such_column(column_name, shown, names, suggest(column_name, names)))

@@ -143,3 +143,16 @@ def test_query_json_has_no_bare_infinity(chinook: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert json.loads(out)["rows"] == [["inf", "-inf"]]
     assert "Infinity" not in out
+
+
+def test_output_cut_short_by_the_reader_is_not_a_traceback(chinook: Path) -> None:
+    done = subprocess.run(
+        f"'{sys.executable}' -m sqale_desktop query --db '{chinook}' 'SELECT * FROM Track' | head -n 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
+    assert done.stdout.startswith("TrackId")
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

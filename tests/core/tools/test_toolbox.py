@@ -248,3 +248,10 @@ def test_describe_sqlite_master(box: ToolBox) -> None:
         == "CREATE TABLE sqlite_master (type text, name text, tbl_name text, rootpage integer, sql text)"
     )
     assert box.call("run_query", {"sql": "SELECT type, name FROM sqlite_master LIMIT 1"}).ok
+
+
+def test_distinct_values_accepts_a_table_qualified_column(box: ToolBox) -> None:
+    out = box.call("distinct_values", {"table_name": "Genre", "column_name": "genre.Name", "limit": 1})
+    assert out.ok and out.text.splitlines()[0] == "Name"
+    other = box.call("distinct_values", {"table_name": "Genre", "column_name": "Artist.Name"})
+    assert not other.ok
