@@ -60,6 +60,8 @@ def build_main_window(first_run_offer: bool = True) -> MainWindow:
     if history_error:
         window.show_error(f"Conversation history unavailable: {history_error}")
     window.open_demo()
+    if factory is not None:
+        window.runner.load_engine()  # in the background, so the first question does not wait for it
     if factory is None and first_run_offer:
         QTimer.singleShot(300, window.offer_model_download)
     return window

@@ -89,6 +89,7 @@ class ThinkingBox(QWidget):
         self.toggle.setArrowType(Qt.ArrowType.DownArrow)
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.toggle.setAutoRaise(True)
+        self.toggle.setStyleSheet("QToolButton { border: none; padding: 1px; }")  # a disclosure, not a button
         self.toggle.toggled.connect(self.set_expanded)
         self.text = QPlainTextEdit(self)
         self.text.setReadOnly(True)

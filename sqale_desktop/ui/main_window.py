@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QShortcut
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QShortcut,
+)
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -112,6 +120,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self.refresh_recent_menu()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
             self._engine_state(
                 "failed", "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
@@ -540,6 +549,18 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self)
         if dialog.exec():
             self.apply_settings(dialog.result_settings())
+
+    def _system_scheme_changed(self, _scheme: Qt.ColorScheme) -> None:
+        """The system switched between light and dark: follow it unless the user chose one."""
+        from PySide6.QtWidgets import QApplication
+
+        from sqale_desktop.ui.palette import apply_theme
+
+        app = QApplication.instance()
+        if self.settings.theme == "system" and isinstance(app, QApplication):
+            apply_theme(app, "system")
+            for page in self.pages():
+                page.refresh_palette()
 
     def apply_settings(self, new: Settings) -> None:
         """Save new settings and apply them: time limits, theme, and the engine next time it loads."""
