@@ -41,11 +41,26 @@ class FakeRepo:
     downloads: int = 0
 
     def sha256(self, name: str) -> str:
-        return hashlib.sha256(self.files[name]).hexdigest()
+        return _digest("sha256", self.files[name])
 
     def git_sha1(self, name: str) -> str:
-        data = self.files[name]
-        return hashlib.sha1(f"blob {len(data)}\0".encode() + data).hexdigest()
+        return _digest("git", self.files[name])
+
+
+_DIGESTS: dict[tuple[str, int], tuple[bytes, str]] = {}
+
+
+def _digest(kind: str, data: bytes) -> str:
+    """Hashes cached per bytes object, so that serving a big file does not re-hash it per request."""
+    cached = _DIGESTS.get((kind, id(data)))
+    if cached is not None and cached[0] is data:
+        return cached[1]
+    if kind == "sha256":
+        value = hashlib.sha256(data).hexdigest()
+    else:
+        value = hashlib.sha1(f"blob {len(data)}\0".encode() + data).hexdigest()
+    _DIGESTS[(kind, id(data))] = (data, value)
+    return value
 
 
 @dataclass
