@@ -266,7 +266,7 @@ def main() -> int:
     print(f"built a 2,000,000-row table in {build_s:.1f} s")
 
     stall = measure_stall(
-        app, big, turns=4 if args.quick else 7, thinking_chars=4000 if args.quick else 12000
+        app, big, turns=4 if args.quick else 7, thinking_chars=4000 if args.quick else 6000
     )
     print(
         f"stall while streaming: worst {stall['stall_max_ms']} ms, p99 {stall['stall_p99_ms']} ms "

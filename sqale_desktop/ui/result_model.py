@@ -91,8 +91,10 @@ class ResultTableModel(QAbstractTableModel):
         first_rows: Sequence[Sequence[Any]] = (),
         parent: QObject | None = None,
         columns: Sequence[str] | None = None,
+        sorted_by: tuple[int, Qt.SortOrder] | None = None,
     ) -> None:
         super().__init__(parent)
+        self.sorted_by = sorted_by  # the order the rows already come in (a re-run with ORDER BY)
         self._cursor = cursor
         if columns is None:
             columns = cursor.columns if cursor is not None else []
@@ -162,7 +164,7 @@ class ResultTableModel(QAbstractTableModel):
         self.rows_loaded.emit(len(self._rows))
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        if not 0 <= column < len(self._columns):
+        if not 0 <= column < len(self._columns) or (column, order) == self.sorted_by:
             return
         if self.canFetchMore():
             self.resort_requested.emit(column, order)
@@ -171,6 +173,7 @@ class ResultTableModel(QAbstractTableModel):
         self._rows.sort(
             key=lambda row: _sqlite_order_key(row[column]), reverse=order == Qt.SortOrder.DescendingOrder
         )
+        self.sorted_by = (column, order)
         self.layoutChanged.emit()
 
     # For the window -------------------------------------------------------------------------

@@ -178,7 +178,13 @@ class SqlPanel(QWidget):
             return
         self._start(text, text, by_user)
 
-    def _start(self, sql: str, shown_sql: str, by_user: bool = False) -> None:
+    def _start(
+        self,
+        sql: str,
+        shown_sql: str,
+        by_user: bool = False,
+        sorted_by: tuple[int, Qt.SortOrder] | None = None,
+    ) -> None:
         self.stop()
         self._generation += 1
         generation = self._generation
@@ -197,7 +203,7 @@ class SqlPanel(QWidget):
 
         self._job = self._pool.start(
             job,
-            finished=lambda result: self._finished(generation, result, by_user),
+            finished=lambda result: self._finished(generation, result, by_user, sorted_by),
             failed=lambda exc: self._failed(generation, exc, by_user),
         )
 
@@ -207,19 +213,26 @@ class SqlPanel(QWidget):
             self._job.request_cancel()
             self._job = None
 
-    def _finished(self, generation: int, result: tuple[QueryCursor, list[Any], float], by_user: bool) -> None:
+    def _finished(
+        self,
+        generation: int,
+        result: tuple[QueryCursor, list[Any], float],
+        by_user: bool,
+        sorted_by: tuple[int, Qt.SortOrder] | None = None,
+    ) -> None:
         cursor, first, seconds = result
         if generation != self._generation:
             cursor.close()
             return
         self._job = None
         old = self.model
-        model = ResultTableModel(cursor, first, self)
+        model = ResultTableModel(cursor, first, self, sorted_by=sorted_by)
         model.resort_requested.connect(self._resort)
         model.rows_loaded.connect(lambda _n: self._describe(model, seconds))
         self.model = model
         self.grid.setModel(model)
-        self.grid.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        column, order = sorted_by or (-1, Qt.SortOrder.AscendingOrder)
+        self.grid.horizontalHeader().setSortIndicator(column, order)  # a no-op sort: already in order
         self.grid.fit_columns()
         if old is not None:
             old.deleteLater()
@@ -255,7 +268,11 @@ class SqlPanel(QWidget):
         """Sort the whole result: re-run the statement wrapped in ORDER BY (column position)."""
         direction = "DESC" if order == Qt.SortOrder.DescendingOrder else "ASC"
         base = self._last_sql.rstrip().rstrip(";")
-        self._start(f"SELECT * FROM ({base}) ORDER BY {column + 1} {direction}", self._last_sql)
+        self._start(
+            f"SELECT * FROM ({base}) ORDER BY {column + 1} {direction}",
+            self._last_sql,
+            sorted_by=(column, order),
+        )
 
     # clipboard and export -------------------------------------------------------------------
     def copy_sql(self) -> str:

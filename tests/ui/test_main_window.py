@@ -306,3 +306,28 @@ def test_drop_a_file_to_open_it(qtbot: Any, make_window: WindowFactory, northwin
     names = page.schema_model.tables()
     assert "Order Details" in names
     assert any("(view)" in page.schema_model.item(i).text() for i in range(len(names)))
+
+
+def test_sorting_a_partly_loaded_result_reruns_it_ordered(
+    qtbot: Any, qtmodeltester: Any, make_window: WindowFactory, chinook: Path
+) -> None:
+    window = make_window()
+    page = open_page(qtbot, window, chinook)
+    sql = "SELECT TrackId, Name, Composer FROM Track"
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        page.sql.run(sql)
+    model = page.sql.model
+    assert model is not None and model.rowCount() == 500 and model.canFetchMore()
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        page.sql.grid.sortByColumn(1, Qt.SortOrder.DescendingOrder)
+    assert page.sql.editor.sql() == sql  # the user's SQL is untouched; the sort is the grid's
+    expected = sqlite3.connect(chinook).execute(f"SELECT * FROM ({sql}) ORDER BY 2 DESC").fetchall()
+    assert grid_rows(page) == expected
+    assert page.sql.grid.horizontalHeader().sortIndicatorSection() == 1
+    qtmodeltester.check(page.sql.model)
+    # A complete result sorts in memory, without another query.
+    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+        page.sql.run("SELECT Name, Composer FROM Track WHERE AlbumId = 1")
+    page.sql.grid.sortByColumn(1, Qt.SortOrder.AscendingOrder)
+    values = [r[1] for r in grid_rows(page)]
+    assert values == sorted(values)
