@@ -199,7 +199,8 @@ def _turns(
     turn = 0
     while True:
         turn += 1
-        yield TurnStarted(turn=turn, final=final, tool_turns_left=protocol.tool_turns - state.tool_turns_used)
+        tool_turns_left = 0 if final else protocol.tool_turns - state.tool_turns_used
+        yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
         used = session.stats.prompt_tokens
         if final:
             max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))

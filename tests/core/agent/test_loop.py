@@ -168,7 +168,8 @@ def test_four_failed_queries_in_a_row_end_the_exploration(db: ReadOnlyDatabase) 
     budgets = [e for e in events if isinstance(e, BudgetUpdated)]
     assert [b.consecutive_query_errors for b in budgets] == [1, 3, 4]
     assert budgets[-1].message == AgentProtocol().exploration_limit_message("SELECT 1")
-    assert [s.final for s in events if isinstance(s, TurnStarted)] == [False, False, False, True]
+    starts = [(s.final, s.tool_turns_left) for s in events if isinstance(s, TurnStarted)]
+    assert starts == [(False, 6), (False, 5), (False, 4), (True, 0)]
     assert (episode.ended_by, episode.sql) == ("final_turn", "SELECT 2")
 
 
