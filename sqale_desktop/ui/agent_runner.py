@@ -147,6 +147,11 @@ class AgentWorker(QObject):
             if episode_fn is not None:
                 self._episode_fn = episode_fn
 
+    def set_time_limit(self, seconds: float) -> None:
+        """Apply a new query time limit to the tool databases already open (a float store is atomic)."""
+        for db in list(self._databases.values()):
+            db.time_limit_s = seconds
+
     # run on the worker thread ---------------------------------------------------------------
     def _push(self, item: Item) -> None:
         with self._lock:

@@ -97,11 +97,10 @@ class MainWindow(QMainWindow):
         self.pool = TaskPool(max_threads=3, parent=self)
         from sqale_desktop.ui.episodes import default_episode_fn, open_tool_database
 
-        time_limit = self.settings.query_time_limit_s
         self.runner = AgentRunner(
             engine_factory,
             episode_fn or default_episode_fn(self.settings),
-            lambda path: open_tool_database(path, time_limit),
+            lambda path: open_tool_database(path, self.settings.query_time_limit_s),
             self,
         )
         self.runner.items_ready.connect(self._schedule_drain)
@@ -572,6 +571,7 @@ class MainWindow(QMainWindow):
         self._save_settings()
         for page in self.pages():
             page.db.time_limit_s = new.query_time_limit_s
+        self.runner.worker.set_time_limit(new.query_time_limit_s)
         app = QApplication.instance()
         if new.theme != old.theme and isinstance(app, QApplication):
             apply_theme(app, new.theme)

@@ -331,3 +331,19 @@ def test_sorting_a_partly_loaded_result_reruns_it_ordered(
     page.sql.grid.sortByColumn(1, Qt.SortOrder.AscendingOrder)
     values = [r[1] for r in grid_rows(page)]
     assert values == sorted(values)
+
+
+def test_an_episode_cut_short_by_a_crash_is_shown_as_interrupted(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "history.sqlite"
+    before = History(store)
+    conversation = before.conversation_for(chinook.resolve(), title=chinook.name)
+    before.add_question(conversation.id, "How many tracks are there?")  # never finished: the app died
+    window = make_window(history=History(store))
+    page = open_page(qtbot, window, chinook)
+    [view] = page.chat.episodes
+    assert view.question == "How many tracks are there?"
+    assert view.answer is not None and view.ended_by == "error"
+    assert "interrupted" in view.answer.details.text()
+    assert page.chat.ask_button.isEnabled()
