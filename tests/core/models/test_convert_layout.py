@@ -7,6 +7,7 @@ not the converter's own reshapes).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gguf
@@ -39,6 +40,15 @@ def gguf_reader(ckpt_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ggu
     out = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
     write_gguf(ckpt, hp, plan_tensors(ckpt, hp), out, name="tiny")
     return gguf.GGUFReader(out)
+
+
+def _add_shard(folder: Path, name: str, tensors: dict[str, np.ndarray]) -> None:
+    """Write one more shard and list it in the index, as a real checkpoint would."""
+    write_safetensors_bf16(folder / name, tensors)
+    index_path = folder / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text())
+    index["weight_map"].update(dict.fromkeys(tensors, name))
+    index_path.write_text(json.dumps(index))
 
 
 def _expected_names(layers: int, with_mtp: bool) -> set[str]:
@@ -230,3 +240,12 @@ def test_streaming_in_small_row_blocks_writes_the_same_file(
     monkeypatch.setattr(layout, "CHUNK_BYTES", 1000)  # the embedding goes out in many blocks
     write_gguf(ckpt, hp, plan_tensors(ckpt, hp), tmp_path / "blocks.gguf", name="tiny")
     assert (tmp_path / "blocks.gguf").read_bytes() == (tmp_path / "whole.gguf").read_bytes()
+
+
+def test_only_shards_listed_in_the_index_are_read(tmp_path: Path) -> None:
+    folder = write_tiny_checkpoint(tmp_path / "stray", dims=DIMS, with_mtp=False)
+    write_safetensors_bf16(folder / "leftover.safetensors", {"something.else": np.ones(4)})
+    assert "something.else" not in Checkpoint(folder).names()
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(UnsupportedCheckpoint, match="model-00002-of-00002"):
+        Checkpoint(folder)

@@ -52,7 +52,7 @@ class Checkpoint:
         if not config_path.is_file():
             raise UnsupportedCheckpoint(f"{folder} has no config.json")
         self.config: dict[str, Any] = json.loads(config_path.read_text(encoding="utf-8"))
-        files = sorted(folder.glob("*.safetensors"))
+        files = _weight_files(folder)
         if not files:
             raise UnsupportedCheckpoint(f"{folder} has no .safetensors files")
         self._entries: dict[str, TensorEntry] = {}
@@ -112,6 +112,19 @@ def to_float32(data: npt.NDArray[Any], dtype: str) -> npt.NDArray[np.float32]:
     if dtype == "BF16":
         return (np.asarray(data, dtype=np.uint32) << 16).view(np.float32)
     return np.asarray(data, dtype=np.float32)
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    """The shards named by ``model.safetensors.index.json`` if there is one, else every file."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map: dict[str, str] = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
+        files = [folder / name for name in sorted(set(weight_map.values()))]
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise UnsupportedCheckpoint(f"{folder} lacks {missing[0]} (listed in its safetensors index)")
+        return files
+    return sorted(folder.glob("*.safetensors"))
 
 
 def _read_header(file: Path) -> list[TensorEntry]:
