@@ -93,9 +93,7 @@ def test_mtp_in_config_without_weights_writes_no_extra_block(tmp_path: Path) -> 
 
 def test_incomplete_mtp_block_is_left_out(tmp_path: Path) -> None:
     folder = write_tiny_checkpoint(tmp_path / "partial", dims=DIMS, with_mtp=False)
-    write_safetensors_bf16(
-        folder / "mtp.safetensors", {"mtp.fc.weight": np.ones((DIMS.hidden, 2 * DIMS.hidden))}
-    )
+    _add_shard(folder, "mtp.safetensors", {"mtp.fc.weight": np.ones((DIMS.hidden, 2 * DIMS.hidden))})
     ckpt = Checkpoint(folder)
     plan = plan_tensors(ckpt, read_hparams(ckpt.config))
     assert not plan.mtp_written
@@ -221,9 +219,7 @@ def test_refuses_truncated_safetensors(tmp_path: Path) -> None:
 
 def test_refuses_unknown_text_tensor(tmp_path: Path) -> None:
     folder = write_tiny_checkpoint(tmp_path / "extra", dims=DIMS, with_mtp=False)
-    write_safetensors_bf16(
-        folder / "x.safetensors", {"model.language_model.layers.0.mystery.weight": np.ones(4)}
-    )
+    _add_shard(folder, "x.safetensors", {"model.language_model.layers.0.mystery.weight": np.ones(4)})
     ckpt = Checkpoint(folder)
     with pytest.raises(UnsupportedCheckpoint, match="mystery"):
         plan_tensors(ckpt, read_hparams(ckpt.config))
