@@ -60,6 +60,8 @@ def test_converts_a_checkpoint_downloaded_from_the_hub(
     checkpoint: Path, fake_hub: FakeHub, tmp_path: Path
 ) -> None:
     files = {p.name: p.read_bytes() for p in checkpoint.iterdir()}
+    files["README.md"] = b"# a model card the converter does not need"
+    files["stale-consolidated.safetensors"] = b"not listed in the index, never fetched"
     fake_hub.add(
         FakeRepo("trl-lab/qwen3.5-tiny", files, lfs={n for n in files if n.endswith(".safetensors")})
     )
@@ -74,7 +76,8 @@ def test_converts_a_checkpoint_downloaded_from_the_hub(
     assert (result.checkpoint_dir / "config.json").read_bytes() == files["config.json"]
     downloaded = {r.path.rsplit("/", 1)[-1] for r in fake_hub.requests(method="GET") if "/resolve/" in r.path}
     assert {"config.json", "tokenizer.json", "generation_config.json"} <= downloaded
-    assert len(fake_hub.requests(server="cdn", method="GET")) == 2  # the two safetensors shards
+    assert len(fake_hub.requests(server="cdn", method="GET")) == 2  # the two shards the index lists
+    assert "README.md" not in downloaded
 
 
 def test_hub_source_is_refused_when_the_download_does_not_fit(

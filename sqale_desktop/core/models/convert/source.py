@@ -9,6 +9,7 @@ reads are fetched; the cancel flag is checked between files.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,8 +76,14 @@ def fetch_checkpoint(
 
     folder: Path | None = None
     done = 0
-    # Small files first, so a checkpoint that is not what we expect fails before the big download.
-    for name, size in sorted(remote.files.items(), key=lambda item: item[1]):
+    shards: set[str] | None = None  # the shards the index lists, once it is here
+    # Small files (config, tokenizer, index) first: a checkpoint that is not what we expect fails
+    # before the big download, and shards the index does not list are never fetched.
+    for name, size in sorted(
+        remote.files.items(), key=lambda kv: (kv[0].endswith(".safetensors"), kv[1], kv[0])
+    ):
+        if shards is not None and name.endswith(".safetensors") and name not in shards:
+            continue
         if cancel is not None and cancel.is_set():
             raise ConversionCancelled("conversion cancelled")
         if progress is not None:
@@ -93,6 +100,8 @@ def fetch_checkpoint(
             )
         folder = Path(path).parent
         done += size
+        if name == "model.safetensors.index.json":
+            shards = set(json.loads(Path(path).read_text(encoding="utf-8")).get("weight_map", {}).values())
     if progress is not None:
         progress(done, remote.size, "")
     assert folder is not None  # remote_checkpoint guarantees config.json
