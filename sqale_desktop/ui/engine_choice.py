@@ -85,7 +85,9 @@ def engine_choice(settings: Settings) -> EngineChoice:
     def local() -> Engine:
         from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
 
-        engine: Engine = LlamaEngine(path, n_ctx=n_ctx, n_gpu_layers=layers, n_threads=threads or None)
-        return engine
+        engine = LlamaEngine(path, n_ctx=n_ctx, n_gpu_layers=layers, n_threads=threads or None)
+        engine.load()  # here, on the agent thread, while the status bar says "loading"
+        loaded: Engine = engine
+        return loaded
 
     return EngineChoice(local, f"{record.name} (not loaded yet)", _sampling(settings, protocol))

