@@ -56,6 +56,7 @@ class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
+        self.setMinimumWidth(560)
         self._original = settings
         form = QFormLayout()
 
@@ -81,7 +82,6 @@ class SettingsDialog(QDialog):
         self.keyring_note = QLabel(secrets.keyring_message() or "Stored in the system keyring.", self)
         self.keyring_note.setWordWrap(True)
         self.keyring_note.setObjectName("keyringNote")
-        form.addRow("", self.keyring_note)
 
         gpu_row = QWidget(self)
         gpu_layout = QHBoxLayout(gpu_row)
@@ -137,13 +137,14 @@ class SettingsDialog(QDialog):
         self.message.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.keyring_note)
         layout.addWidget(self.message)
         layout.addWidget(buttons)
         self._engine_changed()
 
     def _engine_changed(self) -> None:
         server = self.engine.currentData() == "openai"
-        server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key, self.keyring_note)
+        server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key)
         for widget in server_widgets:
             widget.setEnabled(server)
         local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.threads)

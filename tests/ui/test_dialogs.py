@@ -33,9 +33,11 @@ def smollm2() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any) -> None:
+def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any, artifacts: Path) -> None:
     dialog = SettingsDialog(Settings())
     qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.grab().save(str(artifacts / "settings.png"))
     assert dialog.temperature.value() == pytest.approx(0.6) and dialog.top_k.value() == 20
     assert not dialog.server_url.isEnabled()  # local engine: server fields greyed out
     dialog.engine.setCurrentIndex(dialog.engine.findData("openai"))
@@ -58,7 +60,7 @@ def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any) -> None:
     assert dialog.result_settings().temperature == pytest.approx(0.6)
 
 
-def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path) -> None:
+def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path, artifacts: Path) -> None:
     pool = TaskPool()
     registry = Registry(tmp_path / "models.json")
     dialog = ModelManagerDialog(pool, registry=registry)
@@ -71,6 +73,8 @@ def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path) -> None:
     qtbot.waitUntil(lambda: dialog._job is None)
     dialog.verify_selected()
     qtbot.waitUntil(lambda: dialog.message.text().startswith("OK"), timeout=20_000)
+    dialog.show()
+    dialog.grab().save(str(artifacts / "models.png"))
     with qtbot.waitSignal(dialog.model_chosen) as chosen:
         dialog.use_button.click()
     assert chosen.args == [registry.list()[0].id]
