@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,13 +66,6 @@ class Checkpoint:
     def entry(self, name: str) -> TensorEntry:
         return self._entries[name]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def total_bytes(self) -> int:
-        """Size of all safetensors files, for the disk-space estimate."""
-        return sum(e.nbytes for e in self._entries.values())
-
     def read(self, name: str) -> npt.NDArray[Any]:
         """The tensor as a read-only memory map in its storage dtype (BF16 as uint16 bits)."""
         entry = self._entries[name]
@@ -103,8 +95,6 @@ class Checkpoint:
         """The tensor decoded to float32 (for the few small tensors whose values change)."""
         return to_float32(self.read(name), self._entries[name].dtype)
 
-    def iter_entries(self) -> Iterator[TensorEntry]:
-        return iter(self._entries.values())
 
 
 def to_float32(data: npt.NDArray[Any], dtype: str) -> npt.NDArray[np.float32]:

@@ -20,7 +20,6 @@ Shapes here are numpy order (row-major, the reverse of ggml's ``ne``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -82,7 +81,6 @@ _BLOCK_NAMES = {
     "linear_attn.norm.weight": "ssm_norm.weight",
     "linear_attn.out_proj.weight": "ssm_out.weight",
 }
-_LAYER_RE = re.compile(r"^layers\.(\d+)\.(.+)$")
 CHUNK_BYTES = 32 * 1024 * 1024  # rows are streamed in blocks of about this size
 
 
