@@ -72,7 +72,8 @@ def test_converts_a_checkpoint_downloaded_from_the_hub(
         ConvertOptions(quant="Q8_0", output_dir=tmp_path / "models", work_dir=tmp_path / "work", threads=1),
     )
     assert result.record is not None and result.record.source_checkpoint == "trl-lab/qwen3.5-tiny"
-    assert result.record.repo == "trl-lab/qwen3.5-tiny"
+    assert result.record.repo == "trl-lab/qwen3.5-tiny" and result.record.origin == "convert"
+    assert result.record.revision == FakeRepo("x", {}).commit  # pinned to the listed commit
     assert (result.checkpoint_dir / "config.json").read_bytes() == files["config.json"]
     downloaded = {r.path.rsplit("/", 1)[-1] for r in fake_hub.requests(method="GET") if "/resolve/" in r.path}
     assert {"config.json", "tokenizer.json", "generation_config.json"} <= downloaded

@@ -113,7 +113,7 @@ def convert_model(
     work_root = opts.work_dir or paths.cache_dir() / "convert"
     seconds: dict[str, float] = {}
 
-    folder, label = _resolve(source, opts, token, cancel, report, seconds)
+    folder, label, revision = _resolve(source, opts, token, cancel, report, seconds)
     ckpt = Checkpoint(folder)
     hp = read_hparams(ckpt.config)
     plan = plan_tensors(ckpt, hp, include_mtp=opts.include_mtp)
@@ -171,9 +171,10 @@ def convert_model(
                     path=str(final.resolve()),
                     sha256=sha256_file(final),
                     size=final.stat().st_size,
-                    origin="import",
+                    origin="convert",
                     repo="" if Path(str(source)).is_dir() else str(source),
                     file=final.name,
+                    revision=revision,
                     source_checkpoint=label,
                     extras=extras,
                 )
@@ -210,10 +211,10 @@ def _resolve(
     cancel: threading.Event,
     report: ProgressCallback,
     seconds: dict[str, float],
-) -> tuple[Path, str]:
+) -> tuple[Path, str, str]:
     local = Path(source).expanduser()
     if local.is_dir():
-        return local.resolve(), local.resolve().name
+        return local.resolve(), local.resolve().name, ""
     repo = str(source)
     if "/" not in repo or repo.count("/") > 1:
         raise ValueError(f"{repo!r} is neither a folder nor a hub repository id (owner/name)")
@@ -232,7 +233,7 @@ def _resolve(
         progress=lambda done, total, name: report(ConvertProgress("download", done, total, name)),
     )
     seconds["download"] = time.monotonic() - started
-    return folder, repo
+    return folder, repo, remote.commit
 
 
 def _hub_cache() -> Path:
