@@ -98,3 +98,33 @@ def test_hub_source_is_refused_when_the_download_does_not_fit(
     with pytest.raises(NotEnoughDiskSpace):
         convert_model("trl-lab/qwen3.5-tiny", opts)
     assert not any("/resolve/" in r.path for r in fake_hub.requests(method="GET"))
+
+
+def test_cancel_during_the_download_stops_before_the_weights(
+    checkpoint: Path, fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    import threading
+
+    from sqale_desktop.core.models.convert import (
+        ConversionCancelled,
+        ConvertOptions,
+        ConvertProgress,
+        convert_model,
+    )
+
+    files = {p.name: p.read_bytes() for p in checkpoint.iterdir()}
+    fake_hub.add(
+        FakeRepo("trl-lab/qwen3.5-tiny", files, lfs={n for n in files if n.endswith(".safetensors")})
+    )
+    cancel = threading.Event()
+
+    def progress(p: ConvertProgress) -> None:
+        if p.phase == "download" and p.message == "config.json":
+            cancel.set()
+
+    opts = ConvertOptions(output_dir=tmp_path / "models", work_dir=tmp_path / "work")
+    with pytest.raises(ConversionCancelled):
+        convert_model("trl-lab/qwen3.5-tiny", opts, progress=progress, cancel=cancel)
+    assert fake_hub.requests(server="cdn") == []  # no shard was fetched
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+    assert Registry().list() == []
