@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
@@ -308,3 +310,46 @@ def test_turn_finished_reports_tokens(db: ReadOnlyDatabase) -> None:
     events, episode = run(db, [turn(call("submit_sql", sql="SELECT 1"))])
     finished = [e for e in events if isinstance(e, TurnFinished)]
     assert [f.completion_tokens for f in finished] == [t.completion_tokens for t in episode.turns]
+
+
+_PIECES = st.sampled_from(
+    [
+        "</think>",
+        "<think>",
+        "\n",
+        " ",
+        LIST,
+        call("describe_table", table_name="Album"),
+        call("describe_table", table_name="No Such"),
+        call("sample_rows", table_name="Genre", limit=2),
+        call("distinct_values", table_name="Genre", column_name="Name", limit=3),
+        call("join_path", table_a="Track", table_b="Artist"),
+        call("foreign_keys"),
+        call("run_query", sql="SELECT COUNT(*) FROM Track"),
+        call("run_query", sql="SELECT * FROM Nope"),
+        call("run_query", sql="DELETE FROM Album"),
+        call("submit_sql", sql="SELECT 1"),
+        call("submit_sql", sql="SELEC 1"),
+        '{"tool": "run_query", "args": {"sql": ',
+        "```sql\nSELECT Name FROM Genre\n```",
+        "SELECT 2",
+        '{"tool": "oops"}',
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(_PIECES | st.text(max_size=6), max_size=6).map("".join), min_size=0, max_size=8))
+def test_any_script_ends_cleanly(db: ReadOnlyDatabase, script: list[str]) -> None:
+    events, episode = run(db, script)
+    assert episode.ended_by in ("submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer")
+    assert episode.error is None
+    assert 1 <= len(episode.turns) <= 7
+    assert episode.prompt.endswith("<|im_end|>")
+    assert (episode.sql is None) == (episode.ended_by == "no_answer")
+    if episode.ended_by in ("submit_sql", "final_turn"):
+        assert episode.result is not None and episode.result.error is None  # the answer ran
+    if episode.ended_by == "fallback_to_last_working_query":
+        assert episode.result is not None
+    finals = [e for e in events if isinstance(e, FinalAnswer)]
+    assert len(finals) == 1 and finals[0].ended_by == episode.ended_by
