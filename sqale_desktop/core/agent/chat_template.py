@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import datetime
 from typing import Any
 
 ASSISTANT_START = "<|im_start|>assistant"
@@ -57,8 +58,13 @@ def _render(chat_template: str) -> str | None:
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
 
+    def strftime_now(format: str) -> str:
+        return datetime.now().strftime(format)
+
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    # the helpers transformers gives templates; some model templates call them
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "S"},
         {"role": "user", "content": "U"},

@@ -84,3 +84,14 @@ def test_smollm2_gguf_template_is_plain_chatml() -> None:
     field = reader.fields["tokenizer.chat_template"]
     template = bytes(field.parts[field.data[0]]).decode("utf-8")
     assert assistant_opener(template) == PLAIN_OPENER
+
+
+def test_the_synthetic_qwen35_test_model_opens_with_think() -> None:
+    from sqale_desktop.core.engines.synthetic_gguf import CHAT_TEMPLATE
+
+    assert assistant_opener(CHAT_TEMPLATE) == THINKING_OPENER
+
+
+def test_templates_may_call_strftime_now() -> None:
+    template = "{{ strftime_now('%Y') }}" + QWEN35_STYLE
+    assert assistant_opener(template) == THINKING_OPENER
