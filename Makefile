@@ -45,7 +45,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	$(BIN)/python -m pip install --find-links $(WHEEL_DIR) -e ".[test]"
+	$(BIN)/python -m pip install --find-links $(WHEEL_DIR) -e ".[test,reference]"
 	touch $@
 
 clean:
