@@ -1,0 +1,291 @@
+"""Speed, cache reuse and cancel latency of the in-process llama.cpp engine.
+
+Runs on a random-weight GGUF with Qwen3.5-2B's exact text shapes, quantized to Q4_K_M with
+llama.cpp's own quantizer (written once into the app's cache folder, never into the repo):
+speed and memory carry over to the real model, output quality does not.  ``--quick`` uses a
+smaller qwen35 shape (hidden 512, 8 blocks, vocabulary 32k) so it finishes in under a minute; the
+JSON says which shape was used.
+
+Figures (ONE JSON object on the last line):
+- ``prefill_tok_s`` / ``decode_tok_s``: over a 7-turn episode kept at token level;
+- ``episode.ratio``: evaluated / prompt tokens over that episode (target <= 1.02), against
+  ``naive.ratio``: the same turns through ``Llama.create_completion`` with the whole prompt text
+  resubmitted each turn (llama.cpp's own counters say what it evaluated).  The synthetic
+  vocabulary has tokens its tokenizer never produces, so re-tokenizing sampled text nearly always
+  differs and the naive loop re-evaluates nearly every turn; with the real vocabulary that
+  happens about once in 40 completions, and each time costs the whole prompt;
+- ``decode_ratio_vs_bare_generate``: the engine's decode rate over bare ``Llama.generate`` on the
+  same file and settings, best of interleaved runs (target >= 0.97);
+- ``cancel_ms``: from ``cancel.set()`` on another thread to ``generate`` returning, while decoding
+  and while prefilling a long turn (target <= 200 ms).
+
+    .venv/bin/python benchmarks/engine.py [--quick] [--threads N] [--model GGUF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core import paths
+from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.engines.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
+from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B, Qwen35Shape
+from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
+
+SAMPLING = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, repeat_penalty=1.0, seed=0)
+
+SYSTEM_PARAGRAPH = (
+    "You are a text-to-SQL agent. You answer a question about a SQLite database by calling tools. "
+    "The tools are list_tables, describe_table, sample_rows, run_query, column_values, "
+    "find_columns, count_rows and submit_sql. Plan: list the tables, inspect the relevant ones, "
+    "run small queries to check joins and values, then submit one final SQL query.\n"
+)
+
+
+def system_prompt(paragraphs: int) -> str:
+    return "<|im_start|>system\n" + SYSTEM_PARAGRAPH * paragraphs + "<|im_end|>\n"
+
+
+def user_turn(turn: int, rows: int) -> str:
+    body = "".join(
+        f"Tool result: row {turn}.{i}: id={i}, name=Item {i}, total={i * 3.5}\n" for i in range(rows)
+    )
+    return f"<|im_start|>user\n{body}[{6 - turn} tool turns left before you must answer]<|im_end|>\n" + (
+        "<|im_start|>assistant\n<think>\n"
+    )
+
+
+def benchmark_model(quick: bool, override: Path | None) -> tuple[Path, str]:
+    """The Q4_K_M file to measure, written (once) into the app's cache folder."""
+    if override is not None:
+        return override, override.name
+    shape: Qwen35Shape = SMALL_SHAPE if quick else QWEN35_2B
+    label = "qwen35-small" if quick else "qwen35-2b-shape"
+    folder = paths.cache_dir() / "bench"
+    target = folder / f"{label}-Q4_K_M.gguf"
+    if not target.exists():
+        started = time.perf_counter()
+        f16 = write_qwen35_gguf(folder / f"{label}-F16.gguf", shape, seed=0)
+        written = time.perf_counter() - started
+        quantize(f16, target.with_suffix(".tmp"), ftype="Q4_K_M")
+        target.with_suffix(".tmp").rename(target)
+        f16.unlink()
+        quantized = time.perf_counter() - started - written
+        print(f"wrote {target} (F16 {written:.1f} s, then Q4_K_M {quantized:.1f} s)")
+    return target, label
+
+
+def engine_episode(
+    engine: LlamaEngine, turns: int, paragraphs: int, rows: int, tokens: int
+) -> dict[str, Any]:
+    session = engine.new_session(system_prompt(paragraphs))
+    cancel = threading.Event()
+    for turn in range(turns):
+        session.append(user_turn(turn, rows))
+        for _ in session.generate(tokens, SAMPLING, cancel):
+            pass
+        session.end_turn()
+    stats = session.stats
+    prefill_tokens = stats.evaluated_tokens - (stats.completion_tokens - turns)
+    return {
+        "turns": turns,
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+        "evaluated_tokens": stats.evaluated_tokens,
+        "ratio": round(stats.evaluated_tokens / stats.prompt_tokens, 4),
+        "prefill_tok_s": round(prefill_tokens / stats.prefill_seconds, 2),
+        "decode_tok_s": round(stats.completion_tokens / stats.decode_seconds, 2),
+        "seconds": round(stats.prefill_seconds + stats.decode_seconds, 2),
+        "prompt_text": session.prompt_text,
+    }
+
+
+def naive_episode(llm: Any, turns: int, paragraphs: int, rows: int, tokens: int) -> dict[str, Any]:
+    """Resubmit the whole prompt text each turn, as a loop built on create_completion would."""
+    import llama_cpp
+
+    llm.reset()
+    llama_cpp.llama_perf_context_reset(llm.ctx)
+    prompt = system_prompt(paragraphs)
+    started = time.perf_counter()
+    completion_tokens = 0
+    for turn in range(turns):
+        prompt += user_turn(turn, rows)
+        out = llm.create_completion(
+            prompt,
+            max_tokens=tokens,
+            temperature=SAMPLING.temperature,
+            top_p=SAMPLING.top_p,
+            top_k=SAMPLING.top_k,
+            min_p=SAMPLING.min_p,
+            repeat_penalty=SAMPLING.repeat_penalty,
+            seed=SAMPLING.seed,
+            stop=["<|im_end|>", "<|endoftext|>"],
+        )
+        completion_tokens += int(out["usage"]["completion_tokens"])
+        prompt += out["choices"][0]["text"] + "<|im_end|>"
+    perf = llama_cpp.llama_perf_context(llm.ctx)
+    evaluated = int(perf.n_p_eval) + int(perf.n_eval)
+    prompt_tokens = len(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "evaluated_tokens": evaluated,
+        "ratio": round(evaluated / prompt_tokens, 4),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def engine_decode_rate(engine: LlamaEngine, prompt: str, tokens: int) -> float:
+    """Tokens per second from the first streamed token to the last (prefill excluded)."""
+    session = engine.new_session(prompt)
+    first: tuple[float, int] | None = None
+    for _ in session.generate(tokens, SAMPLING, threading.Event()):
+        if first is None:
+            first = (time.perf_counter(), session.stats.completion_tokens)
+    end = time.perf_counter()
+    assert first is not None
+    return (session.stats.completion_tokens - first[1]) / (end - first[0])
+
+
+def bare_decode_rate(llm: Any, prompt: str, tokens: int) -> float:
+    """The same measurement on llama-cpp-python's own ``generate`` loop."""
+    llm.reset()
+    ids = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+    count, first = 0, 0.0
+    stream = llm.generate(
+        ids,
+        top_k=SAMPLING.top_k,
+        top_p=SAMPLING.top_p,
+        min_p=SAMPLING.min_p,
+        temp=SAMPLING.temperature,
+        repeat_penalty=SAMPLING.repeat_penalty,
+        reset=True,
+    )
+    for _ in stream:
+        count += 1
+        if count == 1:
+            first = time.perf_counter()
+        if count == tokens:
+            break
+    end = time.perf_counter()
+    stream.close()
+    return (count - 1) / (end - first)
+
+
+def cancel_latency(engine: LlamaEngine, prompt: str, during: str, delay_s: float) -> float:
+    """Milliseconds from ``cancel.set()`` to ``generate`` returning on the engine's thread."""
+    cancel = threading.Event()
+    done = threading.Event()
+    session_box: list[LlamaSession] = []
+    started = threading.Event()
+
+    def work() -> None:
+        try:
+            session = engine.new_session(prompt)
+            session_box.append(session)
+            started.set()
+            for _ in session.generate(100_000, SAMPLING, cancel):
+                pass
+        finally:
+            started.set()
+            done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    if during == "decode":
+        while not done.is_set() and session_box[0].stats.completion_tokens < 3:
+            time.sleep(0.005)
+    time.sleep(delay_s)
+    set_at = time.perf_counter()
+    cancel.set()
+    done.wait()
+    latency = (time.perf_counter() - set_at) * 1000
+    worker.join()
+    return round(latency, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small qwen35 shape, fewer tokens (< 1 minute)")
+    parser.add_argument("--threads", type=int, default=None, help="default: physical cores")
+    parser.add_argument("--model", type=Path, default=None, help="measure this GGUF instead")
+    args = parser.parse_args()
+
+    import llama_cpp
+
+    threads = args.threads or physical_cores()
+    path, label = benchmark_model(args.quick, args.model)
+    n_ctx = 4096 if args.quick else 16384
+    turns = 7
+    # The synthetic vocabulary has few merges (about one token per character), so these texts
+    # give realistic token counts: a ~1.3k-token system prompt and ~300-token tool results.
+    paragraphs, rows, tokens = (1, 1, 8) if args.quick else (4, 4, 32)
+    figures: dict[str, Any] = {
+        "quick": args.quick,
+        "model": label,
+        "file_bytes": path.stat().st_size,
+        "threads": threads,
+        "n_ctx": n_ctx,
+        "n_ubatch": 128,
+        "tokens_per_turn": tokens,
+    }
+
+    engine = LlamaEngine(path, n_ctx=n_ctx, n_threads=threads, n_ubatch=128, n_batch=512)
+    started = time.perf_counter()
+    info = engine.load()
+    figures["load_s"] = round(time.perf_counter() - started, 2)
+    figures["resident_bytes"] = info.resident_bytes
+    figures["weights_bytes"] = engine.weights_bytes
+    print(f"{label}: {path.stat().st_size / 2**20:.0f} MiB, {threads} threads, {engine.describe()}")
+
+    episode = engine_episode(engine, turns, paragraphs, rows, tokens)
+    episode.pop("prompt_text")
+    figures["episode"] = episode
+    figures["prefill_tok_s"] = episode["prefill_tok_s"]
+    figures["decode_tok_s"] = episode["decode_tok_s"]
+    print(f"engine episode: {json.dumps(episode)}")
+
+    llm = llama_cpp.Llama(
+        str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
+        verbose=False,
+    )  # fmt: skip
+    naive = naive_episode(llm, turns, paragraphs, rows, tokens)
+    figures["naive"] = naive
+    print(f"naive create_completion loop: {json.dumps(naive)}")
+
+    short = system_prompt(1) + user_turn(0, 1)
+    # Interleaved pairs, best of each: the machine may be busy, and load only ever slows a run.
+    pairs, decode_tokens = (5, 32) if args.quick else (4, 48)
+    mine: list[float] = []
+    bare: list[float] = []
+    for _ in range(pairs):
+        bare.append(bare_decode_rate(llm, short, decode_tokens))
+        mine.append(engine_decode_rate(engine, short, decode_tokens))
+    llm.close()
+    figures["decode_engine_tok_s"] = [round(r, 2) for r in mine]
+    figures["decode_bare_generate_tok_s"] = [round(r, 2) for r in bare]
+    figures["decode_ratio_vs_bare_generate"] = round(max(mine) / max(bare), 4)
+    print("decode tok/s: engine", figures["decode_engine_tok_s"], "bare", bare)
+
+    long_prompt = system_prompt(8 if args.quick else 12)
+    decode_ms = [cancel_latency(engine, short, "decode", 0.0) for _ in range(3)]
+    prefill_ms = [cancel_latency(engine, long_prompt, "prefill", 0.3) for _ in range(3)]
+    figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
+    figures["aborted_prefill_chunks"] = engine.aborted_chunks
+    print(f"cancel latency ms: {figures['cancel_ms']}")
+    engine.close()
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
