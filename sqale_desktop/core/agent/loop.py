@@ -9,8 +9,8 @@ Budgets as in training: ``tool_turns`` tool turns (6), then one final turn in wh
 answer; ``max_query_errors`` (4) failed ``run_query`` calls in a row end the exploration early.
 Before the final turn the budget line is replaced by the exploration-limit message, quoting the
 last query that ran without error.  Tokens: 2,048 per tool turn, 3,072 for the final turn; once the
-episode prompt reaches 12,288 tokens the next turn is the final one, which then uses the headroom
-of the 16,384-token context.
+episode prompt (estimated with the pending tool results) reaches 12,288 tokens the next turn is the
+final one, which then uses the headroom of the 16,384-token context.
 
 Ending: ``submit_sql`` ends the episode (calls after it in the same turn are not run); a final
 answer (a ``submit_sql`` call, a fenced block or bare SQL) that is empty or does not execute falls
@@ -53,6 +53,7 @@ from sqale_desktop.core.agent.parser import ParsedCall, extract_final_sql, parse
 from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineSession
+from sqale_desktop.core.engines.replay import count_tokens
 
 _log = logging.getLogger(__name__)
 
@@ -199,6 +200,8 @@ def _turns(
     turn = 0
     while True:
         turn += 1
+        if not final and session.stats.prompt_tokens >= protocol.episode_tokens:
+            final = True  # the estimate below fell short: the budget is spent, answer now
         tool_turns_left = 0 if final else protocol.tool_turns - state.tool_turns_used
         yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
         used = session.stats.prompt_tokens
@@ -229,10 +232,13 @@ def _turns(
             return
         state.tool_turns_used += 1
         left = protocol.tool_turns - state.tool_turns_used
+        results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
+        # the results are not in the prompt yet; an estimate of their size decides in time
+        tokens_after = session.stats.prompt_tokens + count_tokens(results)
         final = (
             left <= 0
             or state.consecutive_query_errors >= protocol.max_query_errors
-            or session.stats.prompt_tokens >= protocol.episode_tokens
+            or tokens_after >= protocol.episode_tokens
         )
         message = (
             protocol.exploration_limit_message(state.last_working_sql)
@@ -242,10 +248,9 @@ def _turns(
         yield BudgetUpdated(
             tool_turns_left=max(left, 0),
             consecutive_query_errors=state.consecutive_query_errors,
-            episode_tokens=session.stats.prompt_tokens,
+            episode_tokens=tokens_after,
             message=message,
         )
-        results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
         session.append(f"\n<|im_start|>user\n{results}\n\n{message}<|im_end|>\n{opener}")
 
 

@@ -353,3 +353,16 @@ def test_any_script_ends_cleanly(db: ReadOnlyDatabase, script: list[str]) -> Non
         assert episode.result is not None
     finals = [e for e in events if isinstance(e, FinalAnswer)]
     assert len(finals) == 1 and finals[0].ended_by == episode.ended_by
+
+
+def test_pending_tool_results_count_against_the_episode_budget(db: ReadOnlyDatabase) -> None:
+    head = AgentProtocol().prompt_head("How many artists?") + "<|im_start|>assistant\n<think>\n"
+    first = turn(LIST)
+    # room for the first completion, but not for the table list it asks for
+    budget = count_tokens(head) + count_tokens(first) + 1 + 5
+    events, episode = run(db, [first, "</think>SELECT 4"], replace(AgentProtocol(), episode_tokens=budget))
+    budgets = [e for e in events if isinstance(e, BudgetUpdated)]
+    assert budgets[0].message.startswith("You have reached the exploration limit.")
+    assert budgets[0].episode_tokens >= budget
+    assert [s.final for s in events if isinstance(s, TurnStarted)] == [False, True]
+    assert (episode.ended_by, episode.sql) == ("final_turn", "SELECT 4")
