@@ -102,10 +102,10 @@ def run_ask(args: argparse.Namespace) -> int:
     model_dir = Path(args.model_dir) if args.model_dir else Path(args.model).parent if args.model else None
     protocol = load_protocol(model_dir)
     trace_out = sys.stderr if args.json else sys.stdout
+    for note in protocol.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.trace:
         print(f"engine: {engine.describe()}; prompt: {protocol.prompt_source}", file=trace_out)
-        for note in protocol.notes:
-            print(f"note: {note}", file=trace_out)
     control = EpisodeControl(db)
     episode: Episode | None = None
     try:

@@ -141,3 +141,28 @@ def test_the_installed_command_runs(chinook: Path, replay_file: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ended_by"] == "submit_sql"
+
+
+def test_protocol_notes_go_to_stderr(
+    chinook: Path, replay_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sqale_agent.py").write_text("SYSTEM_PROMPT = 'half'\n")
+    args = ["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(replay_file)]
+    assert main([*args, "--model-dir", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "no literal SYSTEM_PROMPT and USER_TEMPLATE" in captured.err
+    assert json.loads(captured.out)["prompt_source"] == "builtin"
+
+
+def test_prompt_from_a_sqale_agent_file(
+    chinook: Path, replay_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = tmp_path / "sqale_agent.py"
+    agent.write_text('SYSTEM_PROMPT = "Real system."\nUSER_TEMPLATE = "Q: {question}"\n')
+    args = ["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(replay_file)]
+    assert main([*args, "--model-dir", str(tmp_path), "--json"]) == 0
+    episode = json.loads(capsys.readouterr().out)
+    assert episode["prompt_source"] == f"sqale_agent.py:{agent}"
+    assert episode["prompt"].startswith(
+        f"<|im_start|>system\nReal system.<|im_end|>\n<|im_start|>user\nQ: {QUESTION}"
+    )
