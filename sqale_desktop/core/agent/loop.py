@@ -158,9 +158,7 @@ def run_episode(
     try:
         opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
         session = engine.new_session(protocol.prompt_head(question) + opener)
-        yield from _turns(
-            question, db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock
-        )
+        yield from _turns(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock)
     except _Cancelled:
         episode.ended_by, episode.sql, episode.result = "cancelled", None, None
     except Exception as exc:
@@ -183,7 +181,6 @@ def run_episode(
 
 
 def _turns(
-    question: str,
     db: EpisodeDatabase,
     toolbox: ToolRunner,
     session: EngineSession,
@@ -220,7 +217,7 @@ def _turns(
             return
         outputs: list[str] = []
         submitted = yield from _run_calls(
-            turn, record, toolbox, db, state, cancel, outputs, starts_in_think, result_rows
+            turn, record, toolbox, db, state, cancel, outputs, starts_in_think, result_rows, clock
         )
         if submitted is not None:
             sql, result = submitted
@@ -308,6 +305,7 @@ def _run_calls(
     outputs: list[str],
     starts_in_think: bool,
     result_rows: int,
+    clock: Callable[[], float],
 ) -> Generator[Event, None, tuple[str, QueryResultData] | None]:
     """Execute the calls of a tool turn in order, up to a ``submit_sql``.
 
@@ -321,7 +319,7 @@ def _run_calls(
         if cancel.is_set():
             raise _Cancelled
         yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
-        started = time.perf_counter()
+        started = clock()
         payload: Any = None
         submitted: tuple[str, QueryResultData] | None = None
         if call.error is not None:
@@ -337,7 +335,7 @@ def _run_calls(
         else:
             output = toolbox.call(call.tool, dict(call.args))
             text, ok, payload = output.text, output.ok, output.payload
-        seconds = time.perf_counter() - started
+        seconds = clock() - started
         if cancel.is_set():
             raise _Cancelled
         record.calls.append(
