@@ -268,13 +268,18 @@ def _generate(
     parts: list[str] = []
     tokens_before = session.stats.completion_tokens
     started = clock()
+    stream = session.generate(max_tokens, protocol.sampling, cancel)
     try:
-        for delta in session.generate(max_tokens, protocol.sampling, cancel):
-            parts.append(delta)
-            for text, phase in splitter.feed(delta):
-                yield TextDelta(turn=turn, text=text, phase=phase)
-            if cancel.is_set():
-                break
+        try:
+            for delta in stream:
+                parts.append(delta)
+                for text, phase in splitter.feed(delta):
+                    yield TextDelta(turn=turn, text=text, phase=phase)
+                if cancel.is_set():
+                    break
+        finally:
+            if isinstance(stream, Generator):
+                stream.close()  # let the engine finish its bookkeeping now, not when collected
         for text, phase in splitter.flush():
             yield TextDelta(turn=turn, text=text, phase=phase)
         record.finish_reason = "cancelled" if cancel.is_set() else session.last_finish_reason
