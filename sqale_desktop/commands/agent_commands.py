@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,7 +176,10 @@ def _stop_on_ctrl_c(control: EpisodeControl) -> Iterator[None]:
     """Ctrl-C stops the episode like the app's Stop button instead of killing the process."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        control.cancel()
+        # Not control.cancel() here: the handler runs on the main thread, which may hold the
+        # database's lock at this very moment; interrupting from another thread cannot deadlock.
+        control.event.set()
+        threading.Thread(target=control.cancel, name="ask-stop", daemon=True).start()
 
     try:
         previous = signal.signal(signal.SIGINT, handler)

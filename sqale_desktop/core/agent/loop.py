@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,6 +64,7 @@ NO_CALL_MESSAGE = (
 )
 SUBMITTED_MESSAGE = "SQL submitted."
 RESULT_ROWS = 1000
+_WATCH_S = 0.02  # how often a running query checks the Stop flag (through a watcher thread)
 
 
 class ToolOutputLike(Protocol):
@@ -324,6 +326,8 @@ def _run_calls(
         if cancel.is_set():
             raise _Cancelled
         yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
+        if cancel.is_set():  # the consumer may have stopped the episode on seeing the call
+            raise _Cancelled
         started = clock()
         payload: Any = None
         submitted: tuple[str, QueryResultData] | None = None
@@ -338,7 +342,8 @@ def _run_calls(
                 payload.error is None,
             )
         else:
-            output = toolbox.call(call.tool, dict(call.args))
+            with _interrupt_on_cancel(db, cancel):
+                output = toolbox.call(call.tool, dict(call.args))
             text, ok, payload = output.text, output.ok, output.payload
         seconds = clock() - started
         if cancel.is_set():
@@ -401,7 +406,8 @@ def _rerun(db: EpisodeDatabase, sql: str, cancel: threading.Event, result_rows: 
     if cancel.is_set():
         raise _Cancelled
     try:
-        rows: RowsLike = db.execute(sql, max_rows=result_rows)
+        with _interrupt_on_cancel(db, cancel):
+            rows: RowsLike = db.execute(sql, max_rows=result_rows)
     except Exception as exc:
         if cancel.is_set():
             raise _Cancelled from None
@@ -416,6 +422,30 @@ def _rerun(db: EpisodeDatabase, sql: str, cancel: threading.Event, result_rows: 
         row_count=rows.row_count,
         truncated=rows.truncated,
     )
+
+
+@contextmanager
+def _interrupt_on_cancel(db: EpisodeDatabase, cancel: threading.Event) -> Iterator[None]:
+    """While a query runs, interrupt it as soon as ``cancel`` is set.
+
+    Whoever stops the episode may only set the flag (or may interrupt the database a moment before
+    the statement starts, which does not stop it); this watcher keeps interrupting while the flag
+    is set and the query runs, so a Stop takes effect within ``_WATCH_S`` either way.
+    """
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(_WATCH_S):
+            if cancel.is_set():
+                db.interrupt()
+
+    watcher = threading.Thread(target=watch, name="episode-interrupt", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def _is_known_db_error(exc: Exception) -> bool:

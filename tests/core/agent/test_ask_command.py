@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,23 @@ def test_prompt_from_a_sqale_agent_file(
     assert episode["prompt"].startswith(
         f"<|im_start|>system\nReal system.<|im_end|>\n<|im_start|>user\nQ: {QUESTION}"
     )
+
+
+def test_ctrl_c_stops_a_running_query_and_reports_cancelled(chinook: Path, tmp_path: Path) -> None:
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    script = tmp_path / "endless.json"
+    script.write_text(json.dumps(["</think>" + json.dumps({"tool": "run_query", "args": {"sql": endless}})]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sqale_desktop", "ask", "--db", str(chinook), "--question", "q",
+         "--replay", str(script), "--trace"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3],
+    )  # fmt: skip
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("→ run_query"):
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    assert "ended by: cancelled" in out
+    assert "Traceback" not in err

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -366,3 +367,35 @@ def test_pending_tool_results_count_against_the_episode_budget(db: ReadOnlyDatab
     assert budgets[0].episode_tokens >= budget
     assert [s.final for s in events if isinstance(s, TurnStarted)] == [False, True]
     assert (episode.ended_by, episode.sql) == ("final_turn", "SELECT 4")
+
+
+def test_setting_only_the_flag_still_stops_a_running_query(db: ReadOnlyDatabase) -> None:
+    db.time_limit_s = 120  # only an interrupt can end this query in time
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    cancel = threading.Event()
+    engine = ReplayEngine([turn(call("run_query", sql=endless))])
+    events: list[Event] = []
+    for event in run_episode("q", db, ToolBox(db), engine, cancel=cancel):
+        events.append(event)
+        if isinstance(event, ToolCalled):
+            threading.Timer(0.05, cancel.set).start()  # no db.interrupt(): the loop must do it
+    last = events[-1]
+    assert isinstance(last, EpisodeEnded) and last.episode.ended_by == "cancelled"
+
+
+def test_a_stop_seen_with_the_tool_call_runs_no_query(db: ReadOnlyDatabase) -> None:
+    cancel = threading.Event()
+    ran: list[str] = []
+
+    class RecordingToolBox(ToolBox):
+        def call(self, name: str, args: Any = None) -> Any:
+            ran.append(name)
+            return super().call(name, args)
+
+    engine = ReplayEngine([turn(LIST)])
+    for event in run_episode("q", db, RecordingToolBox(db), engine, cancel=cancel):
+        if isinstance(event, ToolCalled):
+            cancel.set()
+        last = event
+    assert isinstance(last, EpisodeEnded) and last.episode.ended_by == "cancelled"
+    assert ran == []
