@@ -48,6 +48,8 @@ from sqale_desktop.core.engines.llama_sampler import SamplerChain
 GpuLayers = int | Literal["auto", "all"]
 
 _ALL_LAYERS = -1
+# System turns shorter than this are cheaper to evaluate than to keep a snapshot of.
+_MIN_CACHED_PREFIX = 32
 _DECODE_ABORTED = 2
 
 
@@ -133,6 +135,8 @@ class LlamaEngine:
         self.endoftext: int | None = None
         self.weights_bytes = 0
         self._pieces: dict[int, bytes] = {}
+        # (token ids of a system turn, the sequence state right after it), reused across episodes.
+        self._prefix: tuple[list[int], Any] | None = None
         self._abort_flag: threading.Event | None = None
         self._abort_cb: Any = None
 
@@ -264,6 +268,7 @@ class LlamaEngine:
                 self._llama.close()
                 self._llama = None
                 self._pieces = {}
+                self._prefix = None
             self._memory = _Memory(tokens=[])
 
     # -- token level helpers (used by sessions, on the owner thread) -----------------------
@@ -325,38 +330,80 @@ class LlamaEngine:
                 return
         self._memory = _Memory(tokens=[])
 
-    def ensure_evaluated(self, history: list[int], cancel: threading.Event, stats: EngineStats) -> bool:
-        """Make memory hold exactly ``history`` with its last logits ready; False if cancelled.
+    def ensure_evaluated(
+        self, history: list[int], cancel: threading.Event, stats: EngineStats
+    ) -> tuple[bool, int]:
+        """Make memory hold exactly ``history`` with its last logits ready.
 
-        A pure extension of what memory holds evaluates only the new suffix.  Anything else (a
-        different session, an edited history) clears memory and evaluates everything: the hybrid
-        model's recurrent state cannot be truncated.
+        Returns (completed, reused): False if cancelled; how many leading tokens came from the
+        system-prompt cache instead of being evaluated.  A pure extension of what memory holds
+        evaluates only the new suffix.  Anything else (a new episode, another session) clears
+        memory, since the hybrid model's recurrent state cannot be truncated, and evaluates
+        everything except a cached system turn.
         """
         if len(history) > self.n_ctx:
             raise EngineError(f"the prompt ({len(history)} tokens) exceeds the context ({self.n_ctx} tokens)")
         held = self._memory.tokens
         if held == history and self._memory.logits_ready:
-            return True
+            return True, 0
+        reused = 0
+        cache_at = 0
         if len(held) >= len(history) or history[: len(held)] != held:
             self._reset_memory()
+        if not self._memory.tokens:
+            reused = self._restore_prefix(history)
+            if not reused:
+                cache_at = self._system_turn_end(history)
         todo = history[len(self._memory.tokens) :]
         started = time.perf_counter()
         try:
-            return self._prefill(todo, cancel, stats)
+            return self._prefill(todo, cancel, stats, cache_at), reused
         finally:
             stats.prefill_seconds += time.perf_counter() - started
 
-    def _prefill(self, todo: list[int], cancel: threading.Event, stats: EngineStats) -> bool:
-        """Evaluate ``todo`` in ``n_batch`` chunks; an abort loses at most the chunk it interrupted."""
-        chunks = [todo[i : i + self.n_batch] for i in range(0, len(todo), self.n_batch)]
+    def _system_turn_end(self, history: list[int]) -> int:
+        """Length of the leading system turn (through its ``<|im_end|>``), 0 when not worth caching.
+
+        Every episode starts with the same system prompt (a thousand tokens or more, tens of
+        seconds of prefill on two cores), so its state is snapshotted once and restored later.
+        """
+        if self.im_end is None or self.im_end not in history:
+            return 0
+        end = history.index(self.im_end) + 1
+        return end if _MIN_CACHED_PREFIX <= end < len(history) else 0
+
+    def _restore_prefix(self, history: list[int]) -> int:
+        cached = self._prefix
+        if cached is None:
+            return 0
+        tokens, snapshot = cached
+        if len(tokens) >= len(history) or history[: len(tokens)] != tokens:
+            return 0
+        self._restore(snapshot, tokens)
+        return len(self._memory.tokens)
+
+    def _prefill(
+        self, todo: list[int], cancel: threading.Event, stats: EngineStats, cache_at: int = 0
+    ) -> bool:
+        """Evaluate ``todo`` in ``n_batch`` chunks; an abort loses at most the chunk it interrupted.
+
+        With ``cache_at`` (a from-scratch prefill), a chunk boundary falls there and the state at
+        that point is kept as the system-prompt cache.
+        """
+        if cache_at:
+            head, tail = todo[:cache_at], todo[cache_at:]
+        else:
+            head, tail = [], todo
+        chunks = [head[i : i + self.n_batch] for i in range(0, len(head), self.n_batch)]
+        chunks += [tail[i : i + self.n_batch] for i in range(0, len(tail), self.n_batch)]
         self._abort_flag = cancel
         self._lib.llama_set_abort_callback(self._llama.ctx, self._abort_cb, None)
         try:
             for chunk in chunks:
                 if cancel.is_set():
                     return False
-                # Even one chunk takes seconds on a 2B model; the snapshot (a few ms) is what
-                # makes aborting it safe for the hybrid model's memory.
+                if cache_at and len(self._memory.tokens) == cache_at:
+                    self._prefix = (list(self._memory.tokens), self._snapshot())
                 before = list(self._memory.tokens)
                 snapshot = self._snapshot() if before else None
                 status = self._decode(chunk)
@@ -407,6 +454,8 @@ class LlamaSession:
         self._pieces: list[bytes] = [engine.piece(t) for t in history]
         self._stats = EngineStats(prompt_tokens=len(history))
         self._finish: FinishReason = "stop"
+        # Tokens restored from the engine's system-prompt cache rather than evaluated.
+        self.reused_tokens = 0
         self._sampled_last = False
         self._closed = False
 
@@ -440,7 +489,9 @@ class LlamaSession:
         with engine._entered():
             self._finish = "cancelled"
             self._sampled_last = False
-            if not engine.ensure_evaluated(self.history, cancel, self._stats):
+            completed, reused = engine.ensure_evaluated(self.history, cancel, self._stats)
+            self.reused_tokens += reused
+            if not completed:
                 return
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             chain = engine.sampler(sampling)

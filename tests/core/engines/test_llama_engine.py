@@ -78,6 +78,11 @@ class CancelInChunk(threading.Event):
         return self.checks_after_target >= 2 or super().is_set()
 
 
+def evaluated(session: LlamaSession) -> int:
+    """Tokens that went through the model for this session, or came from the system-prompt cache."""
+    return session.stats.evaluated_tokens + session.reused_tokens
+
+
 def run(
     session: LlamaSession, max_tokens: int, sampling: SamplingParams, cancel: threading.Event | None = None
 ) -> str:
@@ -116,8 +121,10 @@ def test_seven_turn_episode_evaluates_each_prompt_token_once(engine: LlamaEngine
     assert stats.prompt_tokens == len(session.history)
     # Everything but the trailing <|im_end|> (and, after a length stop, the last sampled token)
     # went through the model exactly once: no re-evaluation anywhere in seven turns.
-    assert stats.prompt_tokens - 2 <= stats.evaluated_tokens <= stats.prompt_tokens - 1
-    assert engine.evaluated_tokens == session.history[: stats.evaluated_tokens]
+    # (The system turn may come from the engine's cache, filled by an earlier test's session.)
+    ran = stats.evaluated_tokens + session.reused_tokens
+    assert stats.prompt_tokens - 2 <= ran <= stats.prompt_tokens - 1
+    assert engine.evaluated_tokens == session.history[:ran]
     assert 7 <= stats.completion_tokens <= 7 * 24
 
 
@@ -193,7 +200,7 @@ def test_cancel_between_tokens_stops_and_the_next_turn_reuses_the_cache(engine: 
     session.end_turn()
     session.append(user_turn("Go on."))
     run(session, 4, GREEDY)
-    assert session.stats.evaluated_tokens == len(session.history) - 1
+    assert evaluated(session) == len(session.history) - 1
 
 
 def long_turn_pending(engine: LlamaEngine) -> LlamaSession:
@@ -219,11 +226,11 @@ def test_cancel_during_a_long_prefill_keeps_memory_consistent(engine: LlamaEngin
     # Only whole chunks reached memory; the aborted one was rolled back from its snapshot.
     assert held == session.history[: len(held)]
     assert len(held) < len(session.history)
-    assert session.stats.evaluated_tokens == len(held)
+    assert evaluated(session) == len(held)
     assert session.stats.evaluated_tokens == before + 2 * engine.n_batch
 
     resumed = run(session, 8, GREEDY)
-    assert session.stats.evaluated_tokens == len(session.history) - 1  # nothing evaluated twice
+    assert evaluated(session) == len(session.history) - 1  # nothing evaluated twice
 
     # The same turn without the cancel (same chunk boundaries) gives the same tokens: the
     # restored state is the state the model would have had.
@@ -269,16 +276,16 @@ def find_stop(engine: LlamaEngine, wanted: int, budget: int = 400) -> LlamaSessi
 def test_endoftext_is_swapped_for_im_end_without_reevaluation(tiny_engine: LlamaEngine) -> None:
     assert tiny_engine.endoftext is not None
     session = find_stop(tiny_engine, tiny_engine.endoftext)
-    evaluated = session.stats.evaluated_tokens
+    ran = session.stats.evaluated_tokens
     length = len(session.history)
     session.end_turn()
     assert len(session.history) == length
     assert session.history[-1] == tiny_engine.im_end
-    assert session.stats.evaluated_tokens == evaluated
+    assert session.stats.evaluated_tokens == ran
     assert session.prompt_text.endswith("<|im_end|>")
     session.append("\n" + user_turn("next"))
     run(session, 2, GREEDY)
-    assert session.stats.evaluated_tokens == len(session.history) - 1
+    assert evaluated(session) == len(session.history) - 1
 
 
 def test_utf8_split_across_tokens_streams_whole_characters(tiny_engine: LlamaEngine) -> None:
@@ -340,7 +347,7 @@ def test_switching_sessions_reevaluates_honestly(tiny_engine: LlamaEngine) -> No
     first.append(user_turn("again"))
     run(first, 4, GREEDY)
     # The first session's state was evicted by the second; it was rebuilt from its own ids.
-    assert first.stats.evaluated_tokens > len(first.history) - 1
+    assert evaluated(first) > len(first.history) - 1
     assert tiny_engine.evaluated_tokens == first.history[:-1]
 
 
@@ -362,3 +369,25 @@ def test_prompt_longer_than_the_context_is_a_known_error(tiny_path: Path) -> Non
     with pytest.raises(EngineError, match="exceeds the context"):
         run(session, 4, GREEDY)
     eng.close()
+
+
+def test_the_system_turn_is_evaluated_once_across_episodes(engine: LlamaEngine) -> None:
+    system = "<|im_start|>system\n" + "Call one tool per line, then submit the SQL. " * 6 + "<|im_end|>\n"
+    engine.close()  # a fresh engine: no cached system turn yet
+    first = engine.new_session(system)
+    first.append(user_turn("How many tracks?"))
+    expected = run(first, 8, GREEDY)
+    assert first.reused_tokens == 0
+    assert first.stats.evaluated_tokens == len(first.history) - 1
+
+    second = engine.new_session(system)
+    second.append(user_turn("How many tracks?"))
+    system_len = len(engine.new_session(system).history) - 1  # through <|im_end|>, not the newline
+    assert run(second, 8, GREEDY) == expected  # the restored state is the evaluated one
+    assert second.reused_tokens == system_len
+    assert second.stats.evaluated_tokens == len(second.history) - 1 - system_len
+
+    other = engine.new_session(system.replace("one tool", "two tools"))
+    other.append(user_turn("How many tracks?"))
+    run(other, 2, GREEDY)
+    assert other.reused_tokens == 0
