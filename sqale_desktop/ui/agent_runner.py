@@ -147,6 +147,11 @@ class AgentWorker(QObject):
             if episode_fn is not None:
                 self._episode_fn = episode_fn
 
+    def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
+        """Run later episodes with another function (a new protocol or sampling); the engine stays."""
+        with self._lock:
+            self._episode_fn = episode_fn
+
     def set_time_limit(self, seconds: float) -> None:
         """Apply a new query time limit to the tool databases already open (a float store is atomic)."""
         for db in list(self._databases.values()):
@@ -287,6 +292,9 @@ class AgentRunner(QObject):
 
     def set_engine_factory(self, factory: EngineFactory | None, episode_fn: EpisodeFn | None = None) -> None:
         self.worker.set_engine_factory(factory, episode_fn)
+
+    def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
+        self.worker.set_episode_fn(episode_fn)
 
     def stop(self) -> None:
         self.worker.cancel(self._next_id)

@@ -148,3 +148,13 @@ class DatabasePage(QWidget):
             if job is not None:
                 job.request_cancel()
         self.sql.stop()
+
+    def busy(self) -> bool:
+        """Whether a job of this page is still running on the pool."""
+        jobs = [self._count_job, self._check_job, *self.sql.jobs()]
+        return any(job is not None and not job.finished for job in jobs)
+
+    def release(self) -> None:
+        """Close both handles on the file (call once ``busy()`` is False: no job uses them)."""
+        self.sql.release()
+        self.db.close()

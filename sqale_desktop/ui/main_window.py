@@ -324,10 +324,18 @@ class MainWindow(QMainWindow):
         page.close_database()
         self.tabs.removeTab(index)
         page.setParent(None)
-        page.deleteLater()
+        self._release_when_idle(page)
         if self.tabs.count() == 0:
             self.tabs.hide()
             self.empty.show()
+
+    def _release_when_idle(self, page: DatabasePage) -> None:
+        """Close a closed tab's files once its cancelled jobs have unwound (they use them)."""
+        if page.busy() and not self._closed:
+            QTimer.singleShot(50, lambda: self._release_when_idle(page))
+            return
+        page.release()
+        page.deleteLater()
 
     def refresh_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -571,6 +579,7 @@ class MainWindow(QMainWindow):
         self._save_settings()
         for page in self.pages():
             page.db.time_limit_s = new.query_time_limit_s
+            page.sql.db.time_limit_s = new.query_time_limit_s
         self.runner.worker.set_time_limit(new.query_time_limit_s)
         app = QApplication.instance()
         if new.theme != old.theme and isinstance(app, QApplication):
@@ -615,7 +624,7 @@ class MainWindow(QMainWindow):
         agent_ok = self.runner.shutdown()
         pool_ok = self.pool.shutdown()
         for page in self.pages():
-            page.db.close()
+            page.release()
         return agent_ok and pool_ok
 
     def closeEvent(self, event: QCloseEvent) -> None:

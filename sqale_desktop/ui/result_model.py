@@ -189,6 +189,12 @@ class ResultTableModel(QAbstractTableModel):
     def complete(self) -> bool:
         return not self.canFetchMore()
 
+    def close_cursor(self) -> None:
+        """Finish the statement early; the rows loaded so far stay."""
+        close = getattr(self._cursor, "close", None)
+        if callable(close):
+            close()
+
     @property
     def truncated(self) -> bool:
         """The cursor stopped at its row cap (more rows exist than the grid will hold)."""

@@ -38,6 +38,13 @@ GRID_ROW_CAP = 1_000_000
 """Rows the grid will page through before saying "truncated" (exports are not capped)."""
 
 
+def _twin(db: ReadOnlyDatabase) -> ReadOnlyDatabase:
+    """Another handle on the same file, opened the same way (no second probe of the file)."""
+    return ReadOnlyDatabase(
+        db.path, immutable=db.immutable, time_limit_s=db.time_limit_s, notes=list(db.notes)
+    )
+
+
 class ResultGrid(QTableView):
     """The grid: sortable, Ctrl+C copies the selection as TSV.
 
@@ -105,9 +112,13 @@ class SqlPanel(QWidget):
 
     def __init__(self, db: ReadOnlyDatabase, pool: TaskPool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.db = db
+        # The grid's own handle on the file: its paged cursor stays open on one pool thread's
+        # connection while the user scrolls, and must not share that connection with the row
+        # counts or the integrity check that run on the page's handle.
+        self.db = _twin(db)
         self._pool = pool
         self._job: JobContext | None = None
+        self._jobs: list[JobContext] = []  # every job started, for closing the tab safely
         self._generation = 0
         self._last_sql = ""
         self.model: ResultTableModel | None = None
@@ -189,6 +200,8 @@ class SqlPanel(QWidget):
         self._generation += 1
         generation = self._generation
         self._last_sql = shown_sql
+        if self.model is not None:
+            self.model.close_cursor()  # its connection is free for the next statement
         self.message.setText("Running…")
         db = self.db
 
@@ -206,6 +219,18 @@ class SqlPanel(QWidget):
             finished=lambda result: self._finished(generation, result, by_user, sorted_by),
             failed=lambda exc: self._failed(generation, exc, by_user),
         )
+        self._jobs.append(self._job)
+
+    def jobs(self) -> list[JobContext]:
+        self._jobs = [job for job in self._jobs if not job.finished]
+        return list(self._jobs)
+
+    def release(self) -> None:
+        """Stop, and close the grid's connections (the window calls this when the tab closes)."""
+        self.stop()
+        if self.model is not None:
+            self.model.close_cursor()
+        self.db.close()
 
     def stop(self) -> None:
         """Cancel the running statement, if any (Stop and Esc do this too)."""
@@ -297,12 +322,13 @@ class SqlPanel(QWidget):
         sql = self._last_sql
         if not sql:
             return
-        db = self.db
+        source = self.db
         self.message.setText(f"Exporting to {path.name}…")
 
         def job(ctx: JobContext) -> int:
+            db = _twin(source)  # its own connection: the grid's cursor may be mid-scroll
             ctx.on_cancel(db.interrupt)
-            with db.cursor(sql, max_rows=2**62) as cursor:
+            with db, db.cursor(sql, max_rows=2**62) as cursor:
 
                 def rows() -> Any:
                     while True:
@@ -313,7 +339,11 @@ class SqlPanel(QWidget):
 
                 return export_rows(path, cursor.columns, rows(), fmt, ctx.cancel)
 
-        self._pool.start(job, finished=lambda count: self._exported(path, count), failed=self._export_failed)
+        self._jobs.append(
+            self._pool.start(
+                job, finished=lambda count: self._exported(path, count), failed=self._export_failed
+            )
+        )
 
     def _exported(self, path: Path, count: int) -> None:
         self.message.setText(f"Exported {count:,} rows to {path}.")

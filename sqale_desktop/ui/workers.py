@@ -43,6 +43,7 @@ class JobContext:
 
     def __init__(self, signals: WorkerSignals) -> None:
         self.cancel = threading.Event()
+        self.finished = False  # set on the worker thread when the job has returned or raised
         self.signals = signals
         self._lock = threading.Lock()
         self._on_cancel: list[Callable[[], None]] = []
@@ -112,6 +113,7 @@ class _Runnable(QRunnable):
         else:
             self._signals.finished.emit(result)
         finally:
+            self._context.finished = True
             self._pool._forget(self._context)
             self._signals.done.emit()
 

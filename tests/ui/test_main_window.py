@@ -271,14 +271,25 @@ def test_without_a_model_browsing_and_sql_still_work(
 
 def test_recent_list_is_persisted_and_reopens(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
     from sqale_desktop.core import settings as settings_mod
+    from sqale_desktop.core.db.errors import DatabaseUnreadable
 
     window = make_window()
-    open_page(qtbot, window, chinook)
+    page = open_page(qtbot, window, chinook)
     assert settings_mod.load().settings.recent_databases == [str(chinook)]
     actions = window.recent_menu.actions()
     assert [a.text() for a in actions] == [str(chinook)]
     window.close_tab(0)
     assert window.pages() == []
+
+    def closed(db: Any) -> bool:
+        try:
+            db.execute("SELECT 1")
+        except DatabaseUnreadable:
+            return True
+        return False
+
+    # The closed tab's files are released: the page's handle and the grid's.
+    qtbot.waitUntil(lambda: closed(page.db) and closed(page.sql.db), timeout=10_000)
     with qtbot.waitSignal(window.database_opened, timeout=10_000):
         actions[0].trigger()
     assert len(window.pages()) == 1

@@ -27,10 +27,13 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
     qtbot: Any, chinook: Path, tmp_path: Path
 ) -> None:
     Registry().import_file(smollm2())
-    settings = dataclasses.replace(Settings(), n_ctx=4096, n_threads=2, gpu_layers="none")
+    settings = dataclasses.replace(Settings(), n_ctx=4096, n_threads=1, gpu_layers="none")
     choice = engine_choice(settings)
     assert choice.factory is not None
-    short = dataclasses.replace(choice.protocol, tool_turns=1, tool_turn_tokens=24, final_turn_tokens=24)
+    # A one-line system prompt keeps the prefill short, and one thread keeps llama.cpp from
+    # waiting on a descheduled sibling thread when other processes share the two cores.
+    brief = dataclasses.replace(choice.protocol, system_prompt="Answer questions about a SQLite database.")
+    short = dataclasses.replace(brief, tool_turns=1, tool_turn_tokens=24, final_turn_tokens=24)
     window = MainWindow(
         settings, choice.factory, default_episode_fn(settings, short), History(tmp_path / "h.sqlite")
     )
@@ -60,8 +63,8 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
     view = page.chat.episodes[-1]
     assert sum(len(t.thinking.plain_text()) for t in view.turns.values()) > 0  # text streamed in
 
-    long_turns = dataclasses.replace(choice.protocol, tool_turn_tokens=2048, final_turn_tokens=2048)
-    window.runner.set_engine_factory(choice.factory, default_episode_fn(settings, long_turns))
+    long_turns = dataclasses.replace(brief, tool_turn_tokens=2048, final_turn_tokens=2048)
+    window.runner.set_episode_fn(default_episode_fn(settings, long_turns))
     with qtbot.waitSignal(window.episode_finished, timeout=120_000) as stopped:
         window.ask(page, "List every customer and what they bought, in detail.")
         qtbot.waitUntil(
