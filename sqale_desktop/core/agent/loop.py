@@ -444,8 +444,9 @@ def _interrupt_on_cancel(db: EpisodeDatabase, cancel: threading.Event) -> Iterat
     try:
         yield
     finally:
+        # no join: a late interrupt() from the exiting watcher stops nothing (it only affects
+        # statements already running), so the tool call does not wait for the thread
         done.set()
-        watcher.join()
 
 
 def _is_known_db_error(exc: Exception) -> bool:
