@@ -37,6 +37,7 @@ from sqale_desktop.core.agent.chat_template import assistant_opener, opener_star
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     CallRecord,
+    EndedBy,
     Episode,
     EpisodeEnded,
     EpisodeStats,
@@ -126,13 +127,6 @@ class _Cancelled(Exception):
     """Raised inside the loop to unwind to the single place that ends a cancelled episode."""
 
 
-@dataclass
-class _State:
-    tool_turns_used: int = 0
-    consecutive_query_errors: int = 0
-    last_working_sql: str | None = None
-
-
 def run_episode(
     question: str,
     db: EpisodeDatabase,
@@ -157,16 +151,19 @@ def run_episode(
     episode = Episode(question=question, db=label, prompt_source=protocol.prompt_source)
     started = clock()
     session: EngineSession | None = None
+    stopper = _QueryStopper(db, cancel)
     try:
         opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
         session = engine.new_session(protocol.prompt_head(question) + opener)
-        yield from _turns(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock)
+        run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+        yield from run.turns()
     except _Cancelled:
         episode.ended_by, episode.sql, episode.result = "cancelled", None, None
     except Exception as exc:
         _log.exception("episode failed")
         episode.ended_by, episode.error = "error", str(exc) or type(exc).__name__
     finally:
+        stopper.finish()
         if session is not None:
             episode.prompt = session.prompt_text
             stats = session.stats
@@ -182,271 +179,255 @@ def run_episode(
     yield EpisodeEnded(episode)
 
 
-def _turns(
-    db: EpisodeDatabase,
-    toolbox: ToolRunner,
-    session: EngineSession,
-    protocol: AgentProtocol,
-    opener: str,
-    cancel: threading.Event,
-    episode: Episode,
-    result_rows: int,
-    clock: Callable[[], float],
-) -> Iterator[Event]:
-    state = _State()
-    starts_in_think = opener_starts_thinking(opener)
-    final = False
-    turn = 0
-    while True:
-        turn += 1
-        if not final and session.stats.prompt_tokens >= protocol.episode_tokens:
-            final = True  # the estimate below fell short: the budget is spent, answer now
-        tool_turns_left = 0 if final else protocol.tool_turns - state.tool_turns_used
-        yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
-        used = session.stats.prompt_tokens
-        if final:
-            max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))
-        else:
-            max_tokens = max(0, min(protocol.tool_turn_tokens, protocol.episode_tokens - used))
-        record = yield from _generate(
-            session, protocol, turn, max_tokens, starts_in_think, cancel, clock, episode
-        )
-        if cancel.is_set() or record.finish_reason == "cancelled":
-            raise _Cancelled
-        if final:
-            _, answer, _ = split_think(record.completion, starts_in_think)
-            yield from _finish_final(extract_final_sql(answer), state, db, cancel, episode, result_rows)
-            return
-        outputs: list[str] = []
-        submitted = yield from _run_calls(
-            turn, record, toolbox, db, state, cancel, outputs, starts_in_think, result_rows, clock
-        )
-        if submitted is not None:
-            sql, result = submitted
-            if result.error is None:
-                episode.sql, episode.result, episode.ended_by = sql, result, "submit_sql"
-                yield FinalAnswer(sql=sql, ended_by="submit_sql")
+@dataclass
+class _Run:
+    """One episode in progress: what it runs on, and the budget state it keeps."""
+
+    db: EpisodeDatabase
+    toolbox: ToolRunner
+    session: EngineSession
+    protocol: AgentProtocol
+    opener: str
+    cancel: threading.Event
+    episode: Episode
+    result_rows: int
+    clock: Callable[[], float]
+    stopper: _QueryStopper
+    tool_turns_used: int = 0
+    consecutive_query_errors: int = 0
+    last_working_sql: str | None = None
+
+    @property
+    def starts_in_think(self) -> bool:
+        return opener_starts_thinking(self.opener)
+
+    def turns(self) -> Iterator[Event]:
+        protocol, session = self.protocol, self.session
+        final = False
+        turn = 0
+        while True:
+            turn += 1
+            if not final and session.stats.prompt_tokens >= protocol.episode_tokens:
+                final = True  # the estimate below fell short: the budget is spent, answer now
+            tool_turns_left = 0 if final else protocol.tool_turns - self.tool_turns_used
+            yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
+            used = session.stats.prompt_tokens
+            if final:
+                max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))
             else:
-                yield from _fall_back(state, db, cancel, episode, result_rows)
-            return
-        state.tool_turns_used += 1
-        left = protocol.tool_turns - state.tool_turns_used
-        results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
-        # the results are not in the prompt yet; an estimate of their size decides in time
-        tokens_after = session.stats.prompt_tokens + count_tokens(results)
-        final = (
-            left <= 0
-            or state.consecutive_query_errors >= protocol.max_query_errors
-            or tokens_after >= protocol.episode_tokens
-        )
-        message = (
-            protocol.exploration_limit_message(state.last_working_sql)
-            if final
-            else protocol.budget_line(left)
-        )
-        yield BudgetUpdated(
-            tool_turns_left=max(left, 0),
-            consecutive_query_errors=state.consecutive_query_errors,
-            episode_tokens=tokens_after,
-            message=message,
-        )
-        session.append(f"\n<|im_start|>user\n{results}\n\n{message}<|im_end|>\n{opener}")
-
-
-def _generate(
-    session: EngineSession,
-    protocol: AgentProtocol,
-    turn: int,
-    max_tokens: int,
-    starts_in_think: bool,
-    cancel: threading.Event,
-    clock: Callable[[], float],
-    episode: Episode,
-) -> Generator[Event, None, TurnRecord]:
-    """Stream one completion into a new :class:`TurnRecord` of ``episode`` (kept even if the engine fails)."""
-    record = TurnRecord(completion="")
-    episode.turns.append(record)
-    splitter = PhaseSplitter(starts_in_think)
-    parts: list[str] = []
-    tokens_before = session.stats.completion_tokens
-    started = clock()
-    stream = session.generate(max_tokens, protocol.sampling, cancel)
-    try:
-        try:
-            for delta in stream:
-                parts.append(delta)
-                for text, phase in splitter.feed(delta):
-                    yield TextDelta(turn=turn, text=text, phase=phase)
-                if cancel.is_set():
-                    break
-        finally:
-            if isinstance(stream, Generator):
-                stream.close()  # let the engine finish its bookkeeping now, not when collected
-        for text, phase in splitter.flush():
-            yield TextDelta(turn=turn, text=text, phase=phase)
-        record.finish_reason = "cancelled" if cancel.is_set() else session.last_finish_reason
-    except BaseException:
-        record.finish_reason = "error"
-        raise
-    finally:
-        session.end_turn()
-        record.completion = "".join(parts)
-        record.seconds = clock() - started
-        record.completion_tokens = session.stats.completion_tokens - tokens_before
-    yield TurnFinished(
-        turn=turn,
-        completion_tokens=record.completion_tokens,
-        seconds=record.seconds,
-        tokens_per_second=record.completion_tokens / record.seconds if record.seconds > 0 else 0.0,
-    )
-    return record
-
-
-def _run_calls(
-    turn: int,
-    record: TurnRecord,
-    toolbox: ToolRunner,
-    db: EpisodeDatabase,
-    state: _State,
-    cancel: threading.Event,
-    outputs: list[str],
-    starts_in_think: bool,
-    result_rows: int,
-    clock: Callable[[], float],
-) -> Generator[Event, None, tuple[str, QueryResultData] | None]:
-    """Execute the calls of a tool turn in order, up to a ``submit_sql``.
-
-    Returns the submitted SQL and its result (rerun here, read-only), or ``None``.
-    """
-    calls: list[ParsedCall] = parse_completion(record.completion, starts_in_think).calls
-    if not calls:
-        outputs.append(NO_CALL_MESSAGE)
-        return None
-    for index, call in enumerate(calls):
-        if cancel.is_set():
-            raise _Cancelled
-        yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
-        if cancel.is_set():  # the consumer may have stopped the episode on seeing the call
-            raise _Cancelled
-        started = clock()
-        payload: Any = None
-        submitted: tuple[str, QueryResultData] | None = None
-        if call.error is not None:
-            text, ok = f"Error: {call.error}", False
-        elif call.tool == "submit_sql":
-            sql = str(call.args["sql"])
-            payload = _rerun(db, sql, cancel, result_rows)
-            submitted = (sql, payload)
-            text, ok = (
-                SUBMITTED_MESSAGE if payload.error is None else f"Error: {payload.error}",
-                payload.error is None,
+                max_tokens = max(0, min(protocol.tool_turn_tokens, protocol.episode_tokens - used))
+            record = yield from self.generate(turn, max_tokens)
+            self.check_cancel()
+            if final:
+                _, answer, _ = split_think(record.completion, self.starts_in_think)
+                yield from self.finish_final(extract_final_sql(answer))
+                return
+            outputs: list[str] = []
+            submitted = yield from self.run_calls(turn, record, outputs)
+            if submitted is not None:
+                sql, result = submitted
+                if result.error is None:
+                    self.end(sql, result, "submit_sql")
+                    yield FinalAnswer(sql=sql, ended_by="submit_sql")
+                else:
+                    yield from self.fall_back()
+                return
+            self.tool_turns_used += 1
+            left = protocol.tool_turns - self.tool_turns_used
+            results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
+            # the results are not in the prompt yet; an estimate of their size decides in time
+            tokens_after = session.stats.prompt_tokens + count_tokens(results)
+            final = (
+                left <= 0
+                or self.consecutive_query_errors >= protocol.max_query_errors
+                or tokens_after >= protocol.episode_tokens
             )
-        else:
-            with _interrupt_on_cancel(db, cancel):
-                output = toolbox.call(call.tool, dict(call.args))
-            text, ok, payload = output.text, output.ok, output.payload
-        seconds = clock() - started
-        if cancel.is_set():
+            message = (
+                protocol.exploration_limit_message(self.last_working_sql)
+                if final
+                else protocol.budget_line(left)
+            )
+            yield BudgetUpdated(
+                tool_turns_left=max(left, 0),
+                consecutive_query_errors=self.consecutive_query_errors,
+                episode_tokens=tokens_after,
+                message=message,
+            )
+            session.append(f"\n<|im_start|>user\n{results}\n\n{message}<|im_end|>\n{self.opener}")
+
+    def check_cancel(self) -> None:
+        if self.cancel.is_set():
             raise _Cancelled
-        record.calls.append(
-            CallRecord(tool=call.tool, args=dict(call.args), output=text, ok=ok, seconds=seconds)
-        )
-        yield ToolResulted(
-            turn=turn, index=index, tool=call.tool, output=text, ok=ok, seconds=seconds, payload=payload
-        )
-        outputs.append(text)
-        if call.tool == "run_query":
-            if ok:
-                state.consecutive_query_errors = 0
-                state.last_working_sql = str(call.args["sql"])
-            else:
-                state.consecutive_query_errors += 1
-        if submitted is not None:
-            return submitted
-    return None
 
-
-def _finish_final(
-    answer_sql: str | None,
-    state: _State,
-    db: EpisodeDatabase,
-    cancel: threading.Event,
-    episode: Episode,
-    result_rows: int,
-) -> Iterator[Event]:
-    if answer_sql:
-        result = _rerun(db, answer_sql, cancel, result_rows)
-        if result.error is None:
-            episode.sql, episode.result, episode.ended_by = answer_sql, result, "final_turn"
-            yield FinalAnswer(sql=answer_sql, ended_by="final_turn")
-            return
-    yield from _fall_back(state, db, cancel, episode, result_rows)
-
-
-def _fall_back(
-    state: _State,
-    db: EpisodeDatabase,
-    cancel: threading.Event,
-    episode: Episode,
-    result_rows: int,
-) -> Iterator[Event]:
-    """The answer failed: use the last query that ran without error, if there is one."""
-    if state.last_working_sql is not None:
-        sql = state.last_working_sql
-        episode.sql, episode.ended_by = sql, "fallback_to_last_working_query"
-        episode.result = _rerun(db, sql, cancel, result_rows)
-        yield FinalAnswer(sql=sql, ended_by="fallback_to_last_working_query")
-        return
-    episode.sql, episode.result, episode.ended_by = None, None, "no_answer"
-    yield FinalAnswer(sql="", ended_by="no_answer")
-
-
-def _rerun(db: EpisodeDatabase, sql: str, cancel: threading.Event, result_rows: int) -> QueryResultData:
-    """Run the answer once more, read-only; a failure is recorded in ``error``, never raised."""
-    if cancel.is_set():
-        raise _Cancelled
-    try:
-        with _interrupt_on_cancel(db, cancel):
-            rows: RowsLike = db.execute(sql, max_rows=result_rows)
-    except Exception as exc:
-        if cancel.is_set():
-            raise _Cancelled from None
-        if not _is_known_db_error(exc):
+    def generate(self, turn: int, max_tokens: int) -> Generator[Event, None, TurnRecord]:
+        """Stream one completion into a new :class:`TurnRecord` (kept even if the engine fails)."""
+        session, cancel, clock = self.session, self.cancel, self.clock
+        record = TurnRecord(completion="")
+        self.episode.turns.append(record)
+        splitter = PhaseSplitter(self.starts_in_think)
+        parts: list[str] = []
+        tokens_before = session.stats.completion_tokens
+        started = clock()
+        stream = session.generate(max_tokens, self.protocol.sampling, cancel)
+        try:
+            try:
+                for delta in stream:
+                    parts.append(delta)
+                    for text, phase in splitter.feed(delta):
+                        yield TextDelta(turn=turn, text=text, phase=phase)
+                    if cancel.is_set():
+                        break
+            finally:
+                if isinstance(stream, Generator):
+                    stream.close()  # let the engine finish its bookkeeping now, not when collected
+            for text, phase in splitter.flush():
+                yield TextDelta(turn=turn, text=text, phase=phase)
+            record.finish_reason = "cancelled" if cancel.is_set() else session.last_finish_reason
+        except BaseException:
+            record.finish_reason = "error"
             raise
-        return QueryResultData(error=str(exc) or type(exc).__name__)
-    if cancel.is_set():
-        raise _Cancelled
-    return QueryResultData(
-        columns=list(rows.columns),
-        rows=[list(row) for row in rows.rows],
-        row_count=rows.row_count,
-        truncated=rows.truncated,
-    )
+        finally:
+            session.end_turn()
+            record.completion = "".join(parts)
+            record.seconds = clock() - started
+            record.completion_tokens = session.stats.completion_tokens - tokens_before
+        seconds = record.seconds
+        yield TurnFinished(
+            turn=turn,
+            completion_tokens=record.completion_tokens,
+            seconds=seconds,
+            tokens_per_second=record.completion_tokens / seconds if seconds > 0 else 0.0,
+        )
+        return record
+
+    def run_calls(
+        self, turn: int, record: TurnRecord, outputs: list[str]
+    ) -> Generator[Event, None, tuple[str, QueryResultData] | None]:
+        """Execute the calls of a tool turn in order, up to a ``submit_sql``.
+
+        Returns the submitted SQL and its result (rerun here, read-only), or ``None``.
+        """
+        calls: list[ParsedCall] = parse_completion(record.completion, self.starts_in_think).calls
+        if not calls:
+            outputs.append(NO_CALL_MESSAGE)
+            return None
+        for index, call in enumerate(calls):
+            self.check_cancel()
+            yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
+            self.check_cancel()  # the consumer may have stopped the episode on seeing the call
+            started = self.clock()
+            payload: Any = None
+            submitted: tuple[str, QueryResultData] | None = None
+            if call.error is not None:
+                text, ok = f"Error: {call.error}", False
+            elif call.tool == "submit_sql":
+                sql = str(call.args["sql"])
+                payload = self.rerun(sql)
+                submitted = (sql, payload)
+                ok = payload.error is None
+                text = SUBMITTED_MESSAGE if ok else f"Error: {payload.error}"
+            else:
+                with self.stopper.running():
+                    output = self.toolbox.call(call.tool, dict(call.args))
+                text, ok, payload = output.text, output.ok, output.payload
+            seconds = self.clock() - started
+            self.check_cancel()
+            record.calls.append(
+                CallRecord(tool=call.tool, args=dict(call.args), output=text, ok=ok, seconds=seconds)
+            )
+            yield ToolResulted(
+                turn=turn, index=index, tool=call.tool, output=text, ok=ok, seconds=seconds, payload=payload
+            )
+            outputs.append(text)
+            if call.tool == "run_query":
+                if ok:
+                    self.consecutive_query_errors = 0
+                    self.last_working_sql = str(call.args["sql"])
+                else:
+                    self.consecutive_query_errors += 1
+            if submitted is not None:
+                return submitted
+        return None
+
+    def finish_final(self, answer_sql: str | None) -> Iterator[Event]:
+        if answer_sql:
+            result = self.rerun(answer_sql)
+            if result.error is None:
+                self.end(answer_sql, result, "final_turn")
+                yield FinalAnswer(sql=answer_sql, ended_by="final_turn")
+                return
+        yield from self.fall_back()
+
+    def fall_back(self) -> Iterator[Event]:
+        """The answer failed: use the last query that ran without error, if there is one."""
+        sql = self.last_working_sql
+        if sql is None:
+            self.episode.sql, self.episode.result, self.episode.ended_by = None, None, "no_answer"
+            yield FinalAnswer(sql="", ended_by="no_answer")
+            return
+        self.end(sql, self.rerun(sql), "fallback_to_last_working_query")
+        yield FinalAnswer(sql=sql, ended_by="fallback_to_last_working_query")
+
+    def end(self, sql: str, result: QueryResultData, ended_by: EndedBy) -> None:
+        self.episode.sql, self.episode.result, self.episode.ended_by = sql, result, ended_by
+
+    def rerun(self, sql: str) -> QueryResultData:
+        """Run the answer once more, read-only; a failure is recorded in ``error``, never raised."""
+        self.check_cancel()
+        try:
+            with self.stopper.running():
+                rows: RowsLike = self.db.execute(sql, max_rows=self.result_rows)
+        except Exception as exc:
+            self.check_cancel()
+            if not _is_known_db_error(exc):
+                raise
+            return QueryResultData(error=str(exc) or type(exc).__name__)
+        self.check_cancel()
+        return QueryResultData(
+            columns=list(rows.columns),
+            rows=[list(row) for row in rows.rows],
+            row_count=rows.row_count,
+            truncated=rows.truncated,
+        )
 
 
-@contextmanager
-def _interrupt_on_cancel(db: EpisodeDatabase, cancel: threading.Event) -> Iterator[None]:
-    """While a query runs, interrupt it as soon as ``cancel`` is set.
+class _QueryStopper:
+    """Interrupts the episode's running query as soon as ``cancel`` is set.
 
-    Whoever stops the episode may only set the flag (or may interrupt the database a moment before
-    the statement starts, which does not stop it); this watcher keeps interrupting while the flag
-    is set and the query runs, so a Stop takes effect within ``_WATCH_S`` either way.
+    Whoever stops the episode may only set the flag, or may interrupt the database a moment before
+    a statement starts (which does not stop it); one watcher thread per episode keeps interrupting
+    while the flag is set and a query runs, so a Stop takes effect within ``_WATCH_S`` either way.
     """
-    done = threading.Event()
 
-    def watch() -> None:
-        while not done.wait(_WATCH_S):
-            if cancel.is_set():
-                db.interrupt()
+    def __init__(self, db: EpisodeDatabase, cancel: threading.Event) -> None:
+        self._db = db
+        self._cancel = cancel
+        self._active = threading.Event()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    watcher = threading.Thread(target=watch, name="episode-interrupt", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        # no join: a late interrupt() from the exiting watcher stops nothing (it only affects
-        # statements already running), so the tool call does not wait for the thread
-        done.set()
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Mark a query as running for the duration of the ``with`` block."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="episode-interrupt", daemon=True)
+            self._thread.start()
+        self._active.set()
+        try:
+            yield
+        finally:
+            self._active.clear()
+
+    def finish(self) -> None:
+        """The episode is over: the watcher thread ends within ``_WATCH_S``."""
+        self._finished.set()
+
+    def _watch(self) -> None:
+        while not self._finished.is_set():
+            if self._cancel.wait(_WATCH_S) and self._active.is_set():
+                # a late interrupt() stops nothing: it only affects statements already running
+                self._db.interrupt()
+                self._finished.wait(_WATCH_S)
 
 
 def _is_known_db_error(exc: Exception) -> bool:
