@@ -6,7 +6,8 @@ Prints human-readable figures, then ONE JSON object on the last line:
   answer rerun), i.e. everything the loop adds around the model;
 - ``cancel_ms``: time from a Stop to the episode's end, p50/max, for a completion streaming from
   the replay engine (one chunk every 5 ms), an OpenAI-compatible server that stalls mid-stream,
-  and a runaway query stopped through ``EpisodeControl.cancel()`` (target <= 200 ms each).
+  and a runaway query stopped through ``EpisodeControl.cancel()`` or by setting only the flag
+  (the loop's watcher interrupts the query) (target <= 200 ms each).
 
     .venv/bin/python benchmarks/agent.py [--quick] [--db PATH]
 """
@@ -108,11 +109,13 @@ def bench_cancel_stream(db: ReadOnlyDatabase) -> float:
     return ms
 
 
-def bench_cancel_query(db: ReadOnlyDatabase) -> float:
+def bench_cancel_query(db: ReadOnlyDatabase, flag_only: bool) -> float:
+    """A Stop during a runaway query: ``EpisodeControl.cancel()``, or only setting the flag."""
     control = EpisodeControl(db)
     engine = ReplayEngine(["</think>" + _call("run_query", sql=ENDLESS)])
     events = run_episode("q", db, ToolBox(db), engine, cancel=control.event)
-    ms, ended = _cancel_after(events, lambda e: isinstance(e, ToolCalled), control.cancel)
+    stop = control.event.set if flag_only else control.cancel
+    ms, ended = _cancel_after(events, lambda e: isinstance(e, ToolCalled), stop)
     assert ended.episode.ended_by == "cancelled"
     return ms
 
@@ -182,11 +185,12 @@ def main() -> int:
         print(f"parse one tool turn: {parse_us:.1f} µs")
         loop_ms = bench_loop(db, loop_repeats)
         print(f"7-turn replayed episode, loop and tools only: {loop_ms:.1f} ms")
-        cancels: dict[str, list[float]] = {"stream": [], "http": [], "query": []}
+        cancels: dict[str, list[float]] = {"stream": [], "http": [], "query": [], "query_flag_only": []}
         for _ in range(cancel_repeats):
             cancels["stream"].append(bench_cancel_stream(db))
             cancels["http"].append(bench_cancel_http(db, server))
-            cancels["query"].append(bench_cancel_query(db))
+            cancels["query"].append(bench_cancel_query(db, flag_only=False))
+            cancels["query_flag_only"].append(bench_cancel_query(db, flag_only=True))
     finally:
         server.close()
         db.close()
