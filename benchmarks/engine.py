@@ -264,7 +264,7 @@ def main() -> int:
 
     short = system_prompt(1) + user_turn(0, 1)
     # Interleaved pairs, best of each: the machine may be busy, and load only ever slows a run.
-    pairs, decode_tokens = (5, 32) if args.quick else (4, 48)
+    pairs, decode_tokens = (6, 64) if args.quick else (4, 48)
     mine: list[float] = []
     bare: list[float] = []
     for _ in range(pairs):

@@ -75,6 +75,18 @@ def gpu_layer_attempts(requested: GpuLayers, supports_offload: bool, n_layers: i
     return attempts
 
 
+def _block_count(path: Path) -> int | None:
+    """``{arch}.block_count`` from the GGUF header, to know how many layers "all" means."""
+    try:
+        import gguf
+
+        reader = gguf.GGUFReader(path)
+        arch = reader.fields["general.architecture"].contents()
+        return int(reader.fields[f"{arch}.block_count"].contents())
+    except (KeyError, ValueError, OSError):
+        return None
+
+
 def _rss_bytes() -> int:
     """Resident set size of this process (Linux); 0 where unknown."""
     try:
@@ -161,7 +173,9 @@ class LlamaEngine:
 
         self._lib = llama_cpp
         supports = bool(llama_cpp.llama_supports_gpu_offload())
-        attempts = gpu_layer_attempts(self.requested_gpu_layers, supports, None)
+        attempts = gpu_layer_attempts(
+            self.requested_gpu_layers, supports, _block_count(self.model_path) if supports else None
+        )
         rss_before = _rss_bytes()
         errors: list[str] = []
         for layers in attempts:

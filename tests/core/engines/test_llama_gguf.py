@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.cpu_info import _linux_physical_cores, physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import gpu_layer_attempts
+from sqale_desktop.core.engines.llama_cpp_engine import _block_count, gpu_layer_attempts
 from sqale_desktop.core.engines.llama_sampler import sampler_order
 from sqale_desktop.core.engines.qwen35_layout import (
     QWEN35_2B,
@@ -148,6 +148,13 @@ def test_v_heads_move_from_grouped_to_tiled_order() -> None:
     assert tiled[:, 0].tolist() == [10.0, 20.0, 11.0, 21.0]
     out = z.T
     assert convert_tensor("x.linear_attn.out_proj.weight", out, shape)[0].tolist() == [10.0, 20.0, 11.0, 21.0]
+
+
+def test_block_count_is_read_from_the_header(tiny_path: Path, tmp_path: Path) -> None:
+    assert _block_count(tiny_path) == 4
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file")
+    assert _block_count(junk) is None
 
 
 def test_gpu_layer_attempts_end_on_the_cpu() -> None:
