@@ -19,7 +19,12 @@ token for nothing.
 Cancellation: checked between sampled tokens; a prefill runs in ``n_batch`` chunks with the
 flag checked between chunks, and llama.cpp's abort callback stops a running chunk within
 milliseconds.  An aborted decode leaves this model's memory inconsistent, so the sequence state
-is snapshotted before a multi-chunk prefill and restored after an abort.
+is snapshotted (``llama_state_seq_get_data``, a few ms) before each chunk and restored after an
+abort: a cancel loses at most the chunk it interrupted.
+
+Across episodes: every episode starts with the same system turn, so the state right after its
+``<|im_end|>`` is snapshotted once and restored when a new session starts with the same ids
+(``LlamaSession.reused_tokens`` counts them; they are not in ``evaluated_tokens``).
 """
 
 from __future__ import annotations
