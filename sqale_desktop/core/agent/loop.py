@@ -56,6 +56,7 @@ from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineSession
 from sqale_desktop.core.engines.replay import count_tokens
+from sqale_desktop.core.tools.payloads import RowsPayload, SubmittedPayload
 
 _log = logging.getLogger(__name__)
 
@@ -322,10 +323,11 @@ class _Run:
                 text, ok = f"Error: {call.error}", False
             elif call.tool == "submit_sql":
                 sql = str(call.args["sql"])
-                payload = self.rerun(sql)
-                submitted = (sql, payload)
-                ok = payload.error is None
-                text = SUBMITTED_MESSAGE if ok else f"Error: {payload.error}"
+                result = self.rerun(sql)
+                submitted = (sql, result)
+                ok = result.error is None
+                text = SUBMITTED_MESSAGE if ok else f"Error: {result.error}"
+                payload = _submitted_payload(sql, result) if ok else None
             else:
                 with self.stopper.running():
                     output = self.toolbox.call(call.tool, dict(call.args))
@@ -428,6 +430,14 @@ class _QueryStopper:
                 # a late interrupt() stops nothing: it only affects statements already running
                 self._db.interrupt()
                 self._finished.wait(_WATCH_S)
+
+
+def _submitted_payload(sql: str, result: QueryResultData) -> SubmittedPayload:
+    """The tool box's own payload for a submission, so result cards render it like any other."""
+    rows = RowsPayload(
+        result.columns, [tuple(row) for row in result.rows], result.row_count, result.truncated
+    )
+    return SubmittedPayload(sql, rows)
 
 
 def _is_known_db_error(exc: Exception) -> bool:

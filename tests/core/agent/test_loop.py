@@ -29,7 +29,7 @@ from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.engines.base import EngineError, EngineSession, SamplingParams
 from sqale_desktop.core.engines.replay import ReplayEngine, count_tokens
-from sqale_desktop.core.tools import ToolBox
+from sqale_desktop.core.tools import RowsPayload, SubmittedPayload, ToolBox
 
 LIST = '{"tool": "list_tables"}'
 
@@ -86,6 +86,10 @@ def test_submit_sql_ends_the_episode_and_the_answer_is_rerun(db: ReadOnlyDatabas
     ]  # fmt: skip
     assert episode.prompt_source == "builtin"
     assert episode.db.endswith("chinook.sqlite")
+    submitted = [e for e in events if isinstance(e, ToolResulted) and e.tool == "submit_sql"]
+    assert submitted[0].payload == SubmittedPayload(
+        "SELECT COUNT(*) AS n FROM Artist", RowsPayload(["n"], [(275,)], 1, False)
+    )
 
 
 def test_text_deltas_are_labelled_think_then_answer(db: ReadOnlyDatabase) -> None:
