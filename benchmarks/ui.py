@@ -141,6 +141,7 @@ def measure_stall(app: QApplication, db_path: Path, turns: int, thinking_chars: 
         "streamed_chars": chars,
         "tool_cards": len(view.tool_cards()),
         "ended_by": getattr(episode, "ended_by", "none"),
+        "error": getattr(episode, "error", None),
     }
 
 

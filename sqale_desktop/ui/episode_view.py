@@ -12,7 +12,6 @@ from sqale_desktop.core.agent.events import (
     Episode,
     EpisodeEnded,
     Event,
-    FinalAnswer,
     TextDelta,
     ToolCalled,
     ToolResulted,
@@ -95,7 +94,6 @@ class EpisodeView(QFrame):
         self._tokens = 0
         self._decode_seconds = 0.0
         self._last_tps = 0.0
-        self._final_answer: FinalAnswer | None = None
 
     # live ---------------------------------------------------------------------------------
     @property
@@ -138,8 +136,6 @@ class EpisodeView(QFrame):
             self._turn(event.turn).finish(
                 f"{event.completion_tokens} tokens, {event.tokens_per_second:.1f} tok/s"
             )
-        elif isinstance(event, FinalAnswer):
-            self._final_answer = event
         elif isinstance(event, EpisodeEnded):
             self.finish(event.episode)
         self.refresh_progress()
@@ -159,8 +155,6 @@ class EpisodeView(QFrame):
         self.episode = episode
         self.ended_by = episode.ended_by
         self._elapsed = elapsed if elapsed is not None else time.monotonic() - self._started
-        if episode.stats.seconds and elapsed is None:
-            self._elapsed = max(self._elapsed, 0.0)
         for view in self.turns.values():
             view.thinking.set_expanded(False)
         answer = AnswerCard(episode.sql, episode.ended_by, self)
