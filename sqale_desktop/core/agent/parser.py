@@ -88,9 +88,13 @@ def find_calls(answer: str) -> list[ParsedCall]:
             obj, end = _DECODER.raw_decode(answer, start)
         except (ValueError, RecursionError) as exc:
             if _CALL_START.match(answer, start):
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "too deeply nested"
+                if isinstance(exc, json.JSONDecodeError):
+                    where = exc.pos - start + 1
+                    reason = f"{exc.msg.removesuffix(' at')} at character {where} of the call"
+                else:
+                    reason = "too deeply nested"
                 raw = answer[start:].split("\n", 1)[0][:_MAX_RAW]
-                calls.append(ParsedCall("", {}, raw, f"the tool call is not valid JSON ({reason})"))
+                calls.append(ParsedCall("", {}, raw, f"the tool call is not valid JSON: {reason}"))
             position = start + 1
             continue
         raw = answer[start:end][:_MAX_RAW]
