@@ -456,7 +456,9 @@ class MainWindow(QMainWindow):
             except Exception as exc:
                 log.warning("could not save the episode: %s", exc)
         if episode is not None and episode.sql and episode.ended_by not in ("cancelled", "error"):
-            live.page.open_sql(episode.sql)
+            # On the next turn of the event loop: the answer card gets painted first.
+            sql, page = episode.sql, live.page
+            QTimer.singleShot(0, self, lambda: None if self._closed else page.open_sql(sql))
         if error:
             self.show_message(f"The episode could not run: {error}")
         elif episode is not None:
