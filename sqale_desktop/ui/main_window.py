@@ -624,6 +624,10 @@ class MainWindow(QMainWindow):
         for page in self.pages():
             page.close_database()
         agent_ok = self.runner.shutdown()
+        # The cancelled episode's last events (its EpisodeEnded) go to the history like any other.
+        self._pending.extend(self.runner.drain())
+        self._apply_items(list(self._pending))
+        self._pending.clear()
         pool_ok = self.pool.shutdown()
         for page in self.pages():
             page.release()

@@ -360,3 +360,19 @@ def test_an_episode_cut_short_by_a_crash_is_shown_as_interrupted(
     assert view.answer is not None and view.ended_by == "error"
     assert "interrupted" in view.answer.details.text()
     assert page.chat.ask_button.isEnabled()
+
+
+def test_closing_mid_episode_saves_it_as_stopped(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "history.sqlite"
+    window = make_window(delay=0.02, history=History(store))
+    page = open_page(qtbot, window, chinook)
+    window.ask(page, "Which artists have the most albums?")
+    view = page.chat.current
+    assert view is not None
+    qtbot.waitUntil(lambda: len(view.tool_cards()) >= 1, timeout=10_000)
+    window.close()
+    assert not window.runner.is_busy() and not window.pool.is_busy()
+    [entry] = History(store).entries(page.conversation_id)
+    assert entry.state == "finished" and entry.ended_by == "cancelled"
