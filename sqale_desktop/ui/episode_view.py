@@ -164,7 +164,8 @@ class EpisodeView(QFrame):
                 details.append(f"error: {episode.result.error}")
             else:
                 more = "+" if episode.result.truncated else ""
-                details.append(f"{episode.result.row_count:,}{more} rows")
+                count = episode.result.row_count
+                details.append(f"{count:,}{more} row{'' if count == 1 else 's'}")
         if episode.error:
             details.append(episode.error)
         details.append(f"{self.tokens_per_second():.1f} tok/s")
