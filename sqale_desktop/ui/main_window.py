@@ -170,7 +170,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabsClosable(True)
         self.tabs.setMovable(True)
         self.tabs.tabCloseRequested.connect(self.close_tab)
-        self.tabs.currentChanged.connect(lambda _i: self._refresh_ask_state())
+        self.tabs.currentChanged.connect(self._tab_changed)
         self.empty = QLabel(
             "<h2>No database open</h2><p>Open a SQLite file with <b>Ctrl+O</b>, drop one here, "
             "or pick one from File → Open Recent.</p>",
@@ -328,6 +328,11 @@ class MainWindow(QMainWindow):
         if self.tabs.count() == 0:
             self.tabs.hide()
             self.empty.show()
+
+    def _tab_changed(self, _index: int) -> None:
+        page = self.current_page()
+        self.setWindowTitle(f"{page.db.name} — SQaLe Desktop" if page is not None else "SQaLe Desktop")
+        self._refresh_ask_state()
 
     def _release_when_idle(self, page: DatabasePage) -> None:
         """Close a closed tab's files once its cancelled jobs have unwound (they use them)."""
