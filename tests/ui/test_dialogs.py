@@ -130,3 +130,34 @@ def test_dark_palette_and_screenshot(qtbot: Any, chinook: Path, artifacts: Path,
         assert not is_dark(app)
     finally:
         app.setPalette(original)
+
+
+def test_download_progress_and_cancel(qtbot: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    from sqale_desktop.core.models import download
+    from sqale_desktop.core.models.errors import DownloadCancelled
+
+    def slow_download(*_args: Any, **kwargs: Any) -> Any:
+        progress, cancel = kwargs["progress"], kwargs["cancel"]
+        total = 1_000_000
+        for done in range(0, total, 50_000):
+            progress(download.Progress("download", done, total, speed_bps=2**20, eta_s=3.0))
+            if cancel.wait(0.02):
+                raise DownloadCancelled("Download cancelled; the partial file is kept to resume later.")
+        raise AssertionError("the test cancels before the end")
+
+    monkeypatch.setattr(download, "download_model", slow_download)
+    pool = TaskPool()
+    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"))
+    qtbot.addWidget(dialog)
+    dialog.repo.setText("someone/model-GGUF")
+    dialog.file.addItem("model-Q4_K_M.gguf", "model-Q4_K_M.gguf")
+    dialog.download()
+    assert not dialog.download_button.isEnabled() and dialog.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: dialog.progress.value() >= 100, timeout=10_000)
+    assert "MiB/s" in dialog.message.text()
+    dialog.cancel_button.click()
+    qtbot.waitUntil(
+        lambda: "cancelled" in dialog.message.text().lower() and dialog._job is None, timeout=10_000
+    )
+    assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
+    assert pool.shutdown()

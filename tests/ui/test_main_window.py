@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -195,6 +196,12 @@ def test_edit_and_rerun_copy_and_export(
         back = list(csv.reader(handle))
     assert back[0] == ["GenreId", "Name"]
     assert [(int(a), b) for a, b in back[1:]] == sqlite3.connect(chinook).execute(edited).fetchall()
+
+    as_json = tmp_path / "genres.json"
+    with qtbot.waitSignal(page.sql.export_finished, timeout=10_000):
+        page.sql.export(as_json, "json")
+    records = json.loads(as_json.read_text(encoding="utf-8"))
+    assert [(r["GenreId"], r["Name"]) for r in records] == sqlite3.connect(chinook).execute(edited).fetchall()
 
 
 def test_writing_sql_is_refused_with_the_reason(
