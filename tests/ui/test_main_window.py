@@ -181,9 +181,12 @@ def test_edit_and_rerun_copy_and_export(
     )
     assert QGuiApplication.clipboard().text() == edited
 
+    page.sql.grid.setFocus()
     page.sql.grid.selectAll()
-    text = page.sql.grid.copy_selection()
-    assert QGuiApplication.clipboard().text() == text
+    QGuiApplication.clipboard().clear()
+    qtbot.keyClick(page.sql.grid, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    text = QGuiApplication.clipboard().text()
+    assert text == page.sql.grid.copy_selection()
     lines = text.split("\n")
     assert lines[0] == "GenreId\tName"
     assert lines[1:] == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
