@@ -201,16 +201,21 @@ class ResultTableModel(QAbstractTableModel):
         return bool(getattr(self._cursor, "truncated", False))
 
     def tsv(self, indexes: Sequence[QModelIndex], with_header: bool = False) -> str:
-        """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty)."""
+        """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty).
+
+        Rows end with CRLF; cells with tabs, quotes or line breaks are quoted (the csv module).
+        """
         if not indexes:
             return ""
         rows = sorted({i.row() for i in indexes})
         cols = sorted({i.column() for i in indexes})
         chosen = {(i.row(), i.column()) for i in indexes}
         out = io.StringIO()
-        writer = csv.writer(out, dialect="excel-tab", lineterminator="\n")
+        # CRLF between rows, as spreadsheets put on the clipboard; with it the writer also quotes
+        # any cell holding a lone CR or LF, so a pasted table keeps its shape.
+        writer = csv.writer(out, dialect="excel-tab")
         if with_header:
             writer.writerow([self._columns[c] for c in cols])
         for r in rows:
             writer.writerow([tsv_value(self._rows[r][c]) if (r, c) in chosen else "" for c in cols])
-        return out.getvalue().rstrip("\n")
+        return out.getvalue().removesuffix("\r\n")

@@ -187,7 +187,7 @@ def test_edit_and_rerun_copy_and_export(
     qtbot.keyClick(page.sql.grid, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     text = QGuiApplication.clipboard().text()
     assert text == page.sql.grid.copy_selection()
-    lines = text.split("\n")
+    lines = text.split("\r\n")
     assert lines[0] == "GenreId\tName"
     assert lines[1:] == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
 

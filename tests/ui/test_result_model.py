@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, Qt
 
 from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel, display_value, tsv_value
@@ -100,4 +104,25 @@ def test_range_copy_is_tsv(numbers: sqlite3.Connection) -> None:
     cursor = SqliteCursor(numbers, "SELECT i, s, b FROM t WHERE i IN (5, 6) ORDER BY i")
     model = ResultTableModel(cursor, cursor.fetch_page(PAGE_SIZE))
     indexes: list[QModelIndex] = [model.index(r, c) for r in range(2) for c in range(3)]
-    assert model.tsv(indexes, with_header=True) == "i\ts\tb\n5\trow 5\tX'0001'\n6\trow 6\t"
+    assert model.tsv(indexes, with_header=True) == "i\ts\tb\r\n5\trow 5\tX'0001'\r\n6\trow 6\t"
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.text(), st.binary(max_size=8)),
+            min_size=2,
+            max_size=2,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_tsv_copy_reads_back_with_the_csv_module(rows: list[list[Any]]) -> None:
+    model = ResultTableModel(None, rows, columns=["a", "b"])
+    indexes = [model.index(r, c) for r in range(len(rows)) for c in range(2)]
+    text = model.tsv(indexes, with_header=True)
+    back = list(csv.reader(io.StringIO(text + "\r\n", newline=""), dialect="excel-tab"))
+    assert back[0] == ["a", "b"]
+    assert back[1:] == [[tsv_value(v) for v in row] for row in rows]
