@@ -106,6 +106,12 @@ class ThinkingBox(QWidget):
         _fit_text_height(self.text, 2)
 
     def append(self, text: str, phase: str) -> None:
+        if phase == "think":
+            # The loop's phase splitter hands the tags over whole, inside think-phase text; they
+            # are markup for the model, not words for people.
+            text = text.replace("<think>", "").replace("</think>", "")
+            if not text:
+                return
         cursor = self.text.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(text, self._think if phase == "think" else self._answer)

@@ -46,6 +46,8 @@ def test_streaming_text_appends_to_one_widget(qtbot: Any) -> None:
     assert len(view.findChildren(QWidget)) == widgets
     assert view.turns[1].thinking.plain_text().startswith("start word0 word1")
     assert view.turns[1].thinking.expanded
+    pane.apply([TextDelta(1, " done</think>", "think"), TextDelta(1, '\n{"tool": "list_tables"}', "answer")])
+    assert view.turns[1].thinking.plain_text().endswith('word299  done\n{"tool": "list_tables"}')
 
 
 def test_turns_collapse_and_budget_and_speed_are_shown(qtbot: Any) -> None:
