@@ -11,10 +11,6 @@ from pathlib import Path
 
 import pytest
 
-# Importing the ui package applies the PySide6 6.12.0 refcount guard (ui/_none_guard.py) before
-# any test calls into Qt.
-from sqale_desktop.ui import NONE_GUARDED  # noqa: F401
-
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 UI_DIR = Path(__file__).resolve().parent
 
