@@ -20,6 +20,8 @@ from typing import Any, Protocol
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
+from sqale_desktop.core.db.render import render_cell
+
 PAGE_SIZE = 500
 ELIDE_AT = 200
 
@@ -39,17 +41,8 @@ class PagedCursor(Protocol):
 
 
 def display_value(value: Any) -> str:
-    """How a cell reads in the grid: NULL and BLOB distinct from any text, long text elided."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"BLOB ({len(bytes(value)):,} bytes)"
-    if isinstance(value, float):
-        return repr(value)
-    text = str(value)
-    if len(text) > ELIDE_AT:
-        return text[:ELIDE_AT] + "…"
-    return text.replace("\n", " ⏎ ")
+    """How a cell reads in the grid: core.db.render's display form, kept on one line."""
+    return render_cell(value, max_chars=ELIDE_AT).replace("\n", " ⏎ ")
 
 
 def tsv_value(value: Any) -> str:
