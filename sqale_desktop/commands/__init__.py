@@ -17,10 +17,4 @@ COMMAND_MODULES = ("db_commands", "agent_commands", "model_commands", "convert_c
 
 def register_all(subparsers: argparse._SubParsersAction[Any]) -> None:
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"sqale_desktop.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"sqale_desktop.commands.{name}":
-                raise
-            continue  # not written yet during development; tests/core/test_cli_docs.py requires all of them
-        module.register(subparsers)
+        importlib.import_module(f"sqale_desktop.commands.{name}").register(subparsers)

@@ -13,7 +13,7 @@ section; this docstring is the contract):
 * Every such mention in code must name a registered command (or alias): a renamed or removed
   command makes the README stale, and this test fails until the README follows.
 * Every module listed in ``sqale_desktop.commands.COMMAND_MODULES`` exists and registers at least
-  one command (the registry skips missing modules only while they are being written).
+  one command.
 """
 
 from __future__ import annotations
