@@ -1,9 +1,15 @@
 """A llama.cpp sampler chain that samples the way the model was trained (vLLM's order).
 
-llama.cpp's default chain truncates (top-k, top-p) *before* applying the temperature; vLLM, used
-in GRPO training, divides by the temperature first and truncates afterwards, which keeps a
-different set of tokens.  Every parameter is set explicitly on every chain: the library defaults
-(min_p 0.05, top_k 40) are wrong for this model.
+vLLM, used in GRPO training, divides the logits by the temperature first and truncates
+(top-k, then top-p) afterwards.  llama.cpp's default chain applies top-p *before* the
+temperature, which keeps a different nucleus; that is the order that matters and the one this
+chain fixes.  Top-k is applied first here: dividing by a positive temperature does not change
+which k logits are largest, so top-k before or after it keeps the same tokens, and doing it
+first means the temperature scales 20 logits instead of the whole 248k vocabulary (measured:
+decode went from 0.95 to 1.0 of bare ``Llama.generate``'s rate on the 2B shape).  A
+temperature of 0 keeps only the largest logit, which top-k never removes: greedy either way.
+Every parameter is set explicitly on every chain: the library defaults (min_p 0.05, top_k 40)
+are wrong for this model.
 """
 
 from __future__ import annotations
@@ -17,16 +23,16 @@ PENALTY_LAST_N = 64
 
 
 def sampler_order(params: SamplingParams) -> list[tuple[str, tuple[float | int, ...]]]:
-    """The chain as (stage, arguments) in application order: penalties, temp, top-k, top-p, min-p, dist.
+    """The chain as (stage, arguments) in application order: penalties, top-k, temp, top-p, min-p, dist.
 
     Kept separate from the ctypes calls so the order itself is testable.  ``top_k <= 0`` means
-    no top-k cut (vLLM's -1), ``top_p`` 1.0 and ``min_p`` 0.0 keep everything.
+    no top-k cut (vLLM's -1, llama.cpp's 0), ``top_p`` 1.0 and ``min_p`` 0.0 keep everything.
     """
     seed = 0xFFFFFFFF if params.seed is None else params.seed & 0xFFFFFFFF
     return [
         ("penalties", (PENALTY_LAST_N, params.repeat_penalty, 0.0, 0.0)),
+        ("top_k", (max(params.top_k, 0),)),
         ("temp", (params.temperature,)),
-        ("top_k", (params.top_k,)),
         ("top_p", (params.top_p, 1)),
         ("min_p", (params.min_p, 1)),
         ("dist", (seed,)),
@@ -58,7 +64,7 @@ class SamplerChain:
         elif stage == "temp":
             smpl = lib.llama_sampler_init_temp(float(args[0]))
         elif stage == "top_k":
-            smpl = lib.llama_sampler_init_top_k(int(args[0]) if int(args[0]) > 0 else n_vocab)
+            smpl = lib.llama_sampler_init_top_k(int(args[0]))
         elif stage == "top_p":
             smpl = lib.llama_sampler_init_top_p(float(args[0]), int(args[1]))
         elif stage == "min_p":

@@ -165,15 +165,34 @@ def test_gpu_layer_attempts_end_on_the_cpu() -> None:
     assert gpu_layer_attempts(0, True, 24) == [0]
 
 
-def test_sampler_chain_applies_temperature_before_truncation() -> None:
+def test_sampler_chain_applies_temperature_before_top_p() -> None:
     stages = sampler_order(SamplingParams(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, seed=7))
-    assert [name for name, _ in stages] == ["penalties", "temp", "top_k", "top_p", "min_p", "dist"]
+    names = [name for name, _ in stages]
+    # vLLM: temperature, then top-k, then top-p.  Top-k commutes with a positive temperature;
+    # temperature before top-p is what changes the nucleus (llama.cpp's default gets it wrong).
+    assert names.index("temp") < names.index("top_p") < names.index("dist")
+    assert names.index("top_k") < names.index("top_p")
     assert dict(stages)["temp"] == (0.6,)
     assert dict(stages)["top_k"] == (20,)
     assert dict(stages)["top_p"] == (0.95, 1)
     assert dict(stages)["min_p"] == (0.0, 1)
     assert dict(stages)["penalties"][1] == 1.0
     assert dict(stages)["dist"] == (7,)
+    assert dict(sampler_order(SamplingParams(top_k=-1)))["top_k"] == (0,)  # vLLM's "off"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(-3000, 3000), min_size=2, max_size=64, unique=True),
+    st.floats(0.05, 4.0),
+    st.integers(1, 64),
+)
+def test_top_k_keeps_the_same_tokens_before_or_after_temperature(
+    logits: list[int], temperature: float, k: int
+) -> None:
+    """Why the chain may cut top-k before dividing by the temperature and still match vLLM."""
+    raw = np.array(logits) / 100.0  # distinct logits, 0.01 apart
+    assert set(np.argsort(-raw)[:k]) == set(np.argsort(-(raw / temperature))[:k])
 
 
 def test_physical_cores_count_cores_not_hyperthreads() -> None:
