@@ -32,7 +32,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -92,13 +91,26 @@ def _block_count(path: Path) -> int | None:
         return None
 
 
-def _rss_bytes() -> int:
-    """Resident set size of this process (Linux); 0 where unknown."""
+def _rss_bytes() -> tuple[int, int]:
+    """(resident, file-backed resident) bytes of this process on Linux; zeros where unknown.
+
+    The file-backed part is the memory-mapped GGUF: page cache the kernel can reclaim and
+    re-read, unlike the anonymous part (KV cache, recurrent state, compute buffers, repacked
+    weights).
+    """
     try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return pages * os.sysconf("SC_PAGE_SIZE")
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0, 0
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+
+    def kib(name: str) -> int:
+        try:
+            return int(fields.get(name, "0 kB").split()[0]) * 1024
+        except (ValueError, IndexError):
+            return 0
+
+    return kib("VmRSS"), kib("RssFile")
 
 
 @dataclass
@@ -181,7 +193,7 @@ class LlamaEngine:
         attempts = gpu_layer_attempts(
             self.requested_gpu_layers, supports, _block_count(self.model_path) if supports else None
         )
-        rss_before = _rss_bytes()
+        rss_before, file_before = _rss_bytes()
         errors: list[str] = []
         for layers in attempts:
             try:
@@ -217,8 +229,15 @@ class LlamaEngine:
         self.endoftext = self._special_id("<|endoftext|>")
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
         self.weights_bytes = int(llama_cpp.llama_model_size(self._llama.model))
-        grown = _rss_bytes() - rss_before
+        rss_after, file_after = _rss_bytes()
+        grown = rss_after - rss_before
         self.resident_bytes = grown if grown > 0 else self.weights_bytes
+        if grown > 0:
+            mapped = max(file_after - file_before, 0)
+            self.notes.append(
+                f"resident after load: {grown / 2**20:.0f} MiB, of which {mapped / 2**20:.0f} MiB is the "
+                f"memory-mapped model file ({self.weights_bytes / 2**20:.0f} MiB of weights)"
+            )
 
     def _special_id(self, text: str) -> int | None:
         ids = self._llama.tokenize(text.encode(), add_bos=False, special=True)
