@@ -238,6 +238,14 @@ def default_demo_path() -> Path:
     return paths.data_dir() / "demo" / "shop.sqlite"
 
 
+def is_demo_database(path: Path) -> bool:
+    """Whether ``path`` is the app's own demo database (its example questions apply to it)."""
+    try:
+        return path.resolve() == default_demo_path().resolve()
+    except OSError:
+        return False
+
+
 def ensure_demo_database(path: Path | None = None) -> Path:
     """Return the path of a current demo database, generating it first when missing or outdated.
 

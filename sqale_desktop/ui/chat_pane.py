@@ -71,6 +71,11 @@ class ChatPane(QWidget):
         self.placeholder.setWordWrap(True)
         self.placeholder.setObjectName("chatPlaceholder")
         self._column.addWidget(self.placeholder)
+        self.suggestions = QWidget(self._content)
+        self._suggestion_column = QVBoxLayout(self.suggestions)
+        self._suggestion_column.setContentsMargins(40, 6, 40, 6)
+        self.suggestions.hide()
+        self._column.addWidget(self.suggestions)
         self._column.addStretch(1)
         self.scroll_area.setWidget(self._content)
         layout.addWidget(self.scroll_area, 1)
@@ -134,9 +139,25 @@ class ChatPane(QWidget):
         cursor.movePosition(cursor.MoveOperation.End)
         self.question.setTextCursor(cursor)
 
+    def set_suggestions(self, questions: list[str]) -> None:
+        """Example questions under the placeholder (the demo database has some with real answers);
+        clicking one puts it in the question box to edit or ask."""
+        for button in self.suggestions.findChildren(QPushButton):
+            button.deleteLater()
+        for text in questions:
+            button = QPushButton(text, self.suggestions)
+            button.setFlat(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.setToolTip("Put this question in the box")
+            button.setStyleSheet("QPushButton { color: palette(link); }")
+            button.clicked.connect(lambda _checked=False, q=text: self.edit_question(q))
+            self._suggestion_column.addWidget(button)
+        self.suggestions.setVisible(bool(questions) and not self.placeholder.isHidden())
+
     # episodes ---------------------------------------------------------------------------------
     def add_episode(self, view: EpisodeView) -> EpisodeView:
         self.placeholder.hide()
+        self.suggestions.hide()
         view.reask_requested.connect(self.edit_question)
         view.open_in_editor.connect(self.open_in_editor)
         view.copy_requested.connect(self.copy_requested)
@@ -146,6 +167,7 @@ class ChatPane(QWidget):
         return view
 
     def add_rerun(self, sql: str, row_count: int | None, error: str | None) -> RerunCard:
+        self.suggestions.hide()
         """Keep SQL the user ran in the conversation."""
         self.placeholder.hide()
         card = RerunCard(sql, row_count, error, self._content)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.identifiers import quote_identifier
 from sqale_desktop.core.db.introspect import Schema
+from sqale_desktop.core.demo import DEMO_QUESTIONS, is_demo_database
 from sqale_desktop.ui.chat_pane import ChatPane
 from sqale_desktop.ui.schema_tree import SchemaModel, SchemaTree, count_rows_job
 from sqale_desktop.ui.sql_highlight import format_sql
@@ -62,6 +63,8 @@ class DatabasePage(QWidget):
         schema_layout.addWidget(self.schema_tree, 1)
 
         self.chat = ChatPane(self)
+        if is_demo_database(db.path):
+            self.chat.set_suggestions([q.question for q in DEMO_QUESTIONS])
         self.sql = SqlPanel(db, pool, self)
         self.chat.open_in_editor.connect(self.open_sql)
         self.chat.copy_requested.connect(self.copy_text)
