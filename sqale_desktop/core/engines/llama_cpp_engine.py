@@ -478,6 +478,15 @@ class LlamaEngine:
         return SamplerChain(params, self._n_vocab)
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """A point in a session's history plus the model state that held then (see ``rewind``)."""
+
+    length: int
+    evaluated: list[int]
+    snapshot: Any
+
+
 class LlamaSession:
     """One episode as token ids inside a ``LlamaEngine``.  Implements ``base.EngineSession``.
 
@@ -562,6 +571,39 @@ class LlamaSession:
             finally:
                 chain.close()
                 self._stats.decode_seconds += time.perf_counter() - started
+
+    def checkpoint(self, cancel: threading.Event | None = None) -> Checkpoint:
+        """Remember this point (right after appending a user turn) so the next turn can be regenerated.
+
+        Evaluates the pending prompt except its last token (which ``generate`` evaluates to get
+        fresh logits), then keeps one state snapshot (a few ms, tens of MB at long contexts);
+        ``rewind`` restores it instead of re-evaluating the prompt.  When the model's memory
+        already holds the whole history, no snapshot can serve (the logits would be missing)
+        and ``rewind`` falls back to re-evaluating.
+        """
+        self._check_open()
+        engine = self._engine
+        with engine._entered():
+            target = self.history[:-1]
+            held = engine._memory.tokens
+            if not target or len(held) > len(target) or target[: len(held)] != held:
+                return Checkpoint(len(self.history), [], None)
+            completed, reused = engine.ensure_evaluated(target, cancel or threading.Event(), self._stats)
+            self.reused_tokens += reused
+            if not completed:
+                return Checkpoint(len(self.history), [], None)
+            return Checkpoint(len(self.history), engine.evaluated_tokens, engine._snapshot())
+
+    def rewind(self, checkpoint: Checkpoint) -> None:
+        """Drop everything after ``checkpoint`` (e.g. a completion to regenerate with another seed)."""
+        self._check_open()
+        engine = self._engine
+        with engine._entered():
+            del self.history[checkpoint.length :]
+            del self._pieces[checkpoint.length :]
+            self._stats.prompt_tokens = len(self.history)
+            self._sampled_last = False
+            engine._restore(checkpoint.snapshot, checkpoint.evaluated)
 
     def end_turn(self) -> None:
         """Make the history end in ``<|im_end|>`` without touching anything already evaluated.

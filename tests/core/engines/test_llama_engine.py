@@ -391,3 +391,24 @@ def test_the_system_turn_is_evaluated_once_across_episodes(engine: LlamaEngine) 
     other.append(user_turn("How many tracks?"))
     run(other, 2, GREEDY)
     assert other.reused_tokens == 0
+
+
+def test_rewind_regenerates_a_turn_without_reevaluating_the_prompt(engine: LlamaEngine) -> None:
+    session = engine.new_session(SYSTEM)
+    session.append(user_turn("List the tables."))
+    mark = session.checkpoint()
+    prompt = list(session.history)
+    hot = SamplingParams(temperature=1.0, top_k=0, top_p=1.0)
+    first = run(session, 10, SamplingParams(**{**hot.__dict__, "seed": 1}))
+    ran = evaluated(session)
+    session.rewind(mark)
+    assert session.history == prompt
+    assert session.prompt_text.endswith(user_turn("List the tables."))
+    second = run(session, 10, SamplingParams(**{**hot.__dict__, "seed": 1}))
+    assert second == first  # the restored state is the state the first attempt sampled from
+    # Only the prompt's last token and the new completion went through the model again.
+    assert evaluated(session) - ran == len(session.history) - len(prompt)
+    session.end_turn()
+    session.append(user_turn("next"))
+    run(session, 2, GREEDY)
+    assert engine.evaluated_tokens == session.history[:-1]
