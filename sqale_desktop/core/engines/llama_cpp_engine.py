@@ -586,7 +586,7 @@ class LlamaSession:
         with engine._entered():
             target = self.history[:-1]
             held = engine._memory.tokens
-            if not target or len(held) > len(target) or target[: len(held)] != held:
+            if not target or held == self.history:
                 return Checkpoint(len(self.history), [], None)
             completed, reused = engine.ensure_evaluated(target, cancel or threading.Event(), self._stats)
             self.reused_tokens += reused
