@@ -1,9 +1,10 @@
 """What llama.cpp's ``qwen35`` loader expects of a GGUF: metadata keys, tensor names and shapes.
 
 Worked out from the llama.cpp vendored in llama-cpp-python 0.3.36 (``src/models/qwen35.cpp``,
-``src/llama-arch.cpp``) and its converter (``conversion/qwen.py``: ``Qwen3_5TextModel``).  Two
-writers share it: the random-weight test/benchmark model (``synthetic_gguf``) and the on-device
-converter of real checkpoints (issue 6), so the knowledge lives in one place.
+``src/llama-arch.cpp``) and its converter (``conversion/qwen.py``: ``Qwen3_5TextModel``).  It serves
+the random-weight test/benchmark model (``synthetic_gguf``); the on-device converter of real
+checkpoints (``core.models.convert``) maps checkpoint names and value transforms itself (its
+``layout`` module, checked against transformers' logits) and writes the same keys.
 
 Shapes here are NumPy shapes (rows, columns), i.e. llama.cpp's ``{ne0, ne1}`` reversed: a
 projection from ``n_in`` to ``n_out`` features is stored as an ``(n_out, n_in)`` array, exactly
@@ -29,9 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 ARCH = "qwen35"
 
@@ -240,102 +238,3 @@ def tensor_specs(shape: Qwen35Shape) -> list[TensorSpec]:
     if not s.tie_word_embeddings:
         specs.append(TensorSpec("output.weight", (s.vocab_size, n), "matrix"))
     return specs
-
-
-# Checkpoint name (after dropping "model.language_model." / "model." prefixes) -> GGUF name.
-_BLOCK_NAMES: dict[str, str] = {
-    "input_layernorm.weight": "attn_norm.weight",
-    "post_attention_layernorm.weight": "post_attention_norm.weight",
-    "self_attn.q_proj.weight": "attn_q.weight",
-    "self_attn.k_proj.weight": "attn_k.weight",
-    "self_attn.v_proj.weight": "attn_v.weight",
-    "self_attn.o_proj.weight": "attn_output.weight",
-    "self_attn.q_norm.weight": "attn_q_norm.weight",
-    "self_attn.k_norm.weight": "attn_k_norm.weight",
-    "linear_attn.in_proj_qkv.weight": "attn_qkv.weight",
-    "linear_attn.in_proj_z.weight": "attn_gate.weight",
-    "linear_attn.in_proj_a.weight": "ssm_alpha.weight",
-    "linear_attn.in_proj_b.weight": "ssm_beta.weight",
-    "linear_attn.conv1d.weight": "ssm_conv1d.weight",
-    "linear_attn.dt_bias": "ssm_dt.bias",
-    "linear_attn.A_log": "ssm_a",
-    "linear_attn.norm.weight": "ssm_norm.weight",
-    "linear_attn.out_proj.weight": "ssm_out.weight",
-    "mlp.gate_proj.weight": "ffn_gate.weight",
-    "mlp.up_proj.weight": "ffn_up.weight",
-    "mlp.down_proj.weight": "ffn_down.weight",
-}
-_TOP_NAMES: dict[str, str] = {
-    "embed_tokens.weight": "token_embd.weight",
-    "norm.weight": "output_norm.weight",
-    "lm_head.weight": "output.weight",
-}
-_SKIPPED_PREFIXES = ("model.visual.", "visual.", "mtp.", "model.mtp.")
-
-
-def gguf_name(hf_name: str) -> str | None:
-    """The GGUF name of a checkpoint tensor, or ``None`` for tensors a text-only GGUF leaves out.
-
-    Vision-tower and multi-token-prediction (``mtp.*``) weights are dropped: llama.cpp needs
-    neither to run the text model, and a ``block_count`` that counted the MTP layer would make the
-    loader look for ``blk.24.*``.
-    """
-    if hf_name.startswith(_SKIPPED_PREFIXES):
-        return None
-    name = hf_name
-    for prefix in ("model.language_model.", "language_model.model.", "language_model.", "model."):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            break
-    if name in _TOP_NAMES:
-        return _TOP_NAMES[name]
-    parts = name.split(".", 2)
-    if len(parts) == 3 and parts[0] == "layers" and parts[1].isdecimal() and parts[2] in _BLOCK_NAMES:
-        return f"blk.{parts[1]}.{_BLOCK_NAMES[parts[2]]}"
-    return None
-
-
-def _reorder_v_heads(
-    array: npt.NDArray[Any], axis: int, k_heads: int, v_per_k: int, head_dim: int
-) -> npt.NDArray[Any]:
-    """V heads grouped by K head (checkpoint order) -> tiled order (what ggml's broadcast expects)."""
-    moved = np.moveaxis(array, axis, 0)
-    rest = moved.shape[1:]
-    tiled = moved.reshape(k_heads, v_per_k, head_dim, *rest).swapaxes(0, 1).reshape(moved.shape)
-    return np.ascontiguousarray(np.moveaxis(tiled, 0, axis))
-
-
-def convert_tensor(hf_name: str, array: npt.NDArray[Any], shape: Qwen35Shape) -> npt.NDArray[Any]:
-    """Apply the converter's value transforms to one checkpoint tensor (already named by ``gguf_name``).
-
-    ``A_log`` becomes ``-exp(A_log)``; the conv kernel loses its middle axis; zero-centred RMSNorm
-    weights get ``+ 1``; when there are more V heads than K heads, V-head rows/columns move from
-    grouped to tiled order.  Arrays are returned in float32 (norms, biases, ``ssm_a``) or their
-    input dtype; quantization is the caller's business.
-    """
-    out = np.asarray(array)
-    if hf_name.endswith(".A_log"):
-        out = -np.exp(out.astype(np.float32))
-    elif "conv1d" in hf_name:
-        out = out.reshape(out.shape[0], out.shape[-1])
-    elif hf_name.endswith("norm.weight") and not hf_name.endswith("linear_attn.norm.weight"):
-        out = out.astype(np.float32) + 1.0
-    k_heads, v_heads = shape.linear_num_key_heads, shape.linear_num_value_heads
-    if "linear_attn." not in hf_name or k_heads == v_heads:
-        return out
-    v_per_k, k_dim, v_dim = v_heads // k_heads, shape.linear_key_head_dim, shape.linear_value_head_dim
-    if ".in_proj_qkv." in hf_name:
-        qk = 2 * k_heads * k_dim
-        v = _reorder_v_heads(out[qk:], 0, k_heads, v_per_k, v_dim)
-        return np.concatenate([out[:qk], v], axis=0)
-    if ".in_proj_z." in hf_name:
-        return _reorder_v_heads(out, 0, k_heads, v_per_k, v_dim)
-    if ".in_proj_a." in hf_name or ".in_proj_b." in hf_name or ".A_log" in hf_name or ".dt_bias" in hf_name:
-        return _reorder_v_heads(out, 0, k_heads, v_per_k, 1)
-    if "conv1d" in hf_name:
-        qk = 2 * k_heads * k_dim
-        v = _reorder_v_heads(out[qk:], 0, k_heads, v_per_k, v_dim)
-        return np.concatenate([out[:qk], v], axis=0)
-    if ".out_proj." in hf_name:
-        return _reorder_v_heads(out, 1, k_heads, v_per_k, v_dim)
-    return out

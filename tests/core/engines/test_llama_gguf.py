@@ -18,8 +18,6 @@ from sqale_desktop.core.engines.llama_sampler import sampler_order
 from sqale_desktop.core.engines.qwen35_layout import (
     QWEN35_2B,
     Qwen35Shape,
-    convert_tensor,
-    gguf_name,
     metadata,
     tensor_specs,
 )
@@ -114,40 +112,6 @@ def test_tiny_file_loads_with_four_blocks_and_single_token_specials(tiny_llama: 
 def test_any_text_round_trips_through_the_tiny_vocabulary(tiny_llama: llama_cpp.Llama, text: str) -> None:
     ids = tiny_llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
     assert tiny_llama.detokenize(ids).decode("utf-8") == text
-
-
-def test_checkpoint_names_map_to_gguf_names() -> None:
-    assert gguf_name("model.language_model.embed_tokens.weight") == "token_embd.weight"
-    assert gguf_name("model.language_model.layers.3.self_attn.q_proj.weight") == "blk.3.attn_q.weight"
-    assert gguf_name("model.language_model.layers.0.linear_attn.A_log") == "blk.0.ssm_a"
-    assert gguf_name("model.language_model.layers.0.linear_attn.dt_bias") == "blk.0.ssm_dt.bias"
-    assert gguf_name("model.layers.5.mlp.down_proj.weight") == "blk.5.ffn_down.weight"
-    assert gguf_name("mtp.layers.0.mlp.down_proj.weight") is None
-    assert gguf_name("model.visual.blocks.0.attn.qkv.weight") is None
-
-
-def test_value_transforms_of_the_converter() -> None:
-    a_log = np.array([0.0, np.log(2.0)], dtype=np.float32)
-    np.testing.assert_allclose(convert_tensor("x.linear_attn.A_log", a_log, QWEN35_2B), [-1.0, -2.0])
-    norm = np.zeros(4, dtype=np.float32)
-    np.testing.assert_allclose(convert_tensor("x.input_layernorm.weight", norm, QWEN35_2B), np.ones(4))
-    np.testing.assert_allclose(convert_tensor("x.linear_attn.norm.weight", norm, QWEN35_2B), np.zeros(4))
-    conv = np.arange(24, dtype=np.float32).reshape(6, 1, 4)
-    assert convert_tensor("x.linear_attn.conv1d.weight", conv, QWEN35_2B).shape == (6, 4)
-
-
-def test_v_heads_move_from_grouped_to_tiled_order() -> None:
-    # 2 K heads, 4 V heads (2 per K head), head dim 1: grouped [K0v0, K0v1, K1v0, K1v1] -> tiled.
-    shape = Qwen35Shape(
-        vocab_size=8, hidden_size=2, num_hidden_layers=4, intermediate_size=2, num_attention_heads=1,
-        num_key_value_heads=1, head_dim=4, linear_num_key_heads=2, linear_num_value_heads=4,
-        linear_key_head_dim=1, linear_value_head_dim=1,
-    )  # fmt: skip
-    z = np.array([[10.0], [11.0], [20.0], [21.0]])
-    tiled = convert_tensor("x.linear_attn.in_proj_z.weight", z, shape)
-    assert tiled[:, 0].tolist() == [10.0, 20.0, 11.0, 21.0]
-    out = z.T
-    assert convert_tensor("x.linear_attn.out_proj.weight", out, shape)[0].tolist() == [10.0, 20.0, 11.0, 21.0]
 
 
 def test_block_count_is_read_from_the_header(tiny_path: Path, tmp_path: Path) -> None:
