@@ -1,4 +1,5 @@
-"""The model manager: installed models (use, verify, remove, import) and downloads from the hub.
+"""The model manager: installed models (use, verify, remove, import), downloads from the hub, and
+conversion of a published safetensors checkpoint into a GGUF on this computer.
 
 Everything slow (hub lookups, the download, hashing a 1 GB file) runs on the pool with progress
 and a cancel button; the dialog only shows what ``core.models`` reports.  Errors there are known
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core.models.catalog import CATALOG, default_entry
+from sqale_desktop.core.models.convert.quantize import DEFAULT_QUANT, QUANT_TYPES
 from sqale_desktop.core.models.registry import ModelRecord, Registry
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
@@ -124,6 +126,28 @@ class ModelManagerDialog(QDialog):
             download_layout.addLayout(row)
         download_layout.addWidget(self.progress)
 
+        # When no GGUF build exists: convert the checkpoint here (core.models.convert).
+        self.convert_source = QLineEdit(self)
+        self.convert_source.setPlaceholderText("checkpoint: the one chosen above, or a local folder")
+        self.convert_folder_button = QPushButton("Folder…", self)
+        self.convert_folder_button.clicked.connect(self.ask_convert_folder)
+        self.quant = QComboBox(self)
+        for name in QUANT_TYPES:
+            self.quant.addItem(name, name)
+        self.quant.setCurrentIndex(self.quant.findData(DEFAULT_QUANT))
+        self.convert_button = QPushButton("Convert", self)
+        self.convert_button.setToolTip(
+            "Download the safetensors checkpoint, write a GGUF, quantize it, check that it "
+            "generates, and install it"
+        )
+        self.convert_button.clicked.connect(self.convert)
+        convert = QGroupBox("No GGUF build? Convert the checkpoint on this computer", self)
+        convert_row = QHBoxLayout(convert)
+        convert_row.addWidget(self.convert_source, 1)
+        convert_row.addWidget(self.convert_folder_button)
+        convert_row.addWidget(self.quant)
+        convert_row.addWidget(self.convert_button)
+
         self.message = QLabel("", self)
         self.message.setWordWrap(True)
         self.message.setObjectName("modelMessage")
@@ -133,6 +157,7 @@ class ModelManagerDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(installed, 1)
         layout.addWidget(download)
+        layout.addWidget(convert)
         layout.addWidget(self.message)
         bottom = QHBoxLayout()
         bottom.addStretch(1)
@@ -296,6 +321,52 @@ class ModelManagerDialog(QDialog):
             progress=self._download_progress,
         )
 
+    # convert --------------------------------------------------------------------------------
+    def ask_convert_folder(self) -> None:
+        name = QFileDialog.getExistingDirectory(self, "Checkpoint folder (config.json, *.safetensors)")
+        if name:
+            self.convert_source.setText(name)
+
+    def convert(self) -> None:
+        """Convert the typed source (a local folder or a hub repo id), else the chosen checkpoint."""
+        if self._job is not None:
+            return
+        from sqale_desktop.core.models.convert import ConvertOptions, convert_model
+        from sqale_desktop.core.models.hub import hub_token
+
+        typed = self.convert_source.text().strip()
+        source: str | Path = str(self.checkpoint.currentData())
+        if typed:
+            source = Path(typed) if Path(typed).is_dir() else typed
+        options = ConvertOptions(quant=str(self.quant.currentData()))
+        registry = self.registry
+
+        def job(ctx: JobContext) -> Any:
+            token = None if isinstance(source, Path) else hub_token()
+            return convert_model(
+                source, options, token=token, registry=registry, progress=ctx.progress, cancel=ctx.cancel
+            )
+
+        self._busy(f"Converting {source} to {options.quant}…")
+        self._job = self._pool.start(
+            job,
+            finished=lambda result: self._done(
+                f"Installed {result.record.id if result.record else result.path.name} "
+                f"({_size(result.size)}) in {sum(result.seconds.values()):.0f} s.",
+                changed=True,
+            ),
+            failed=lambda exc: self._done(str(exc)),
+            progress=self._convert_progress,
+        )
+
+    def _convert_progress(self, report: Any) -> None:
+        if report.total > 0:
+            self.progress.setValue(int(1000 * report.done / report.total))
+        else:
+            self.progress.setValue(0)
+        if report.message:
+            self.message.setText(report.message)
+
     def cancel(self) -> None:
         if self._job is not None:
             self._job.request_cancel()
@@ -306,14 +377,20 @@ class ModelManagerDialog(QDialog):
         self.message.setText(text)
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
-        for button in (self.download_button, self.find_button, self.verify_button, self.import_button):
+        for button in (
+            self.download_button,
+            self.find_button,
+            self.verify_button,
+            self.import_button,
+            self.convert_button,
+        ):
             button.setEnabled(False)
 
     def _done(self, text: str, changed: bool = False) -> None:
         self._job = None
         self.message.setText(text)
         self.cancel_button.setEnabled(False)
-        for button in (self.download_button, self.find_button, self.import_button):
+        for button in (self.download_button, self.find_button, self.import_button, self.convert_button):
             button.setEnabled(True)
         self.refresh()
         if changed:

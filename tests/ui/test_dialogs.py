@@ -161,3 +161,39 @@ def test_download_progress_and_cancel(qtbot: Any, tmp_path: Path, monkeypatch: A
     )
     assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
     assert pool.shutdown()
+
+
+def test_convert_a_local_checkpoint_from_the_model_manager(qtbot: Any, tmp_path: Path) -> None:
+    """The dialog's Convert runs the real converter on the pool: GGUF written, quantized, installed."""
+    from sqale_desktop.core.models.convert.tiny_checkpoint import write_tiny_checkpoint
+
+    checkpoint = write_tiny_checkpoint(tmp_path / "tiny-checkpoint")
+    pool = TaskPool()
+    registry = Registry(tmp_path / "models.json")
+    dialog = ModelManagerDialog(pool, registry=registry)
+    qtbot.addWidget(dialog)
+    dialog.convert_source.setText(str(checkpoint))
+    dialog.quant.setCurrentIndex(dialog.quant.findData("Q8_0"))
+    with qtbot.waitSignal(dialog.models_changed, timeout=120_000):
+        dialog.convert_button.click()
+        assert not dialog.convert_button.isEnabled() and dialog.cancel_button.isEnabled()
+    [record] = registry.list()
+    assert record.origin == "convert" and Path(record.path).is_file()
+    assert "Q8_0" in Path(record.path).name
+    assert dialog.message.text().startswith("Installed")
+    assert dialog.table.rowCount() == 1 and dialog.convert_button.isEnabled()
+    assert pool.shutdown()
+
+
+def test_converting_a_folder_that_is_no_checkpoint_is_a_message(qtbot: Any, tmp_path: Path) -> None:
+    pool = TaskPool()
+    registry = Registry(tmp_path / "models.json")
+    dialog = ModelManagerDialog(pool, registry=registry)
+    qtbot.addWidget(dialog)
+    (tmp_path / "empty").mkdir()
+    dialog.convert_source.setText(str(tmp_path / "empty"))
+    dialog.convert()
+    qtbot.waitUntil(lambda: dialog._job is None, timeout=20_000)
+    assert "config.json" in dialog.message.text()
+    assert registry.list() == []
+    assert pool.shutdown()
