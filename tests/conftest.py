@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,23 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("sqale-home")
     monkeypatch.setenv("SQALE_DESKTOP_HOME", str(home))
     return home
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left_behind() -> Iterator[None]:
+    """Fail a test that leaves a non-daemon thread running (it would keep the app from exiting).
+
+    Daemon threads (HTTP test servers, watchers) are the fixtures' business; a worker the code under
+    test started and never joined is a bug.  A short grace period lets threads that are finishing end.
+    """
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 2.0
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    while left and time.monotonic() < deadline:
+        left[0].join(timeout=0.05)
+        left = [t for t in left if t.is_alive()]
+    assert not left, f"threads left running: {[t.name for t in left]}"
 
 
 @pytest.fixture
