@@ -55,7 +55,7 @@ from sqale_desktop.core.agent.parser import ParsedCall, extract_final_sql, parse
 from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineSession
-from sqale_desktop.core.engines.replay import count_tokens
+from sqale_desktop.core.engines.text_session import count_tokens
 from sqale_desktop.core.tools.payloads import RowsPayload, SubmittedPayload
 
 _log = logging.getLogger(__name__)

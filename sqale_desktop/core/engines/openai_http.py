@@ -32,14 +32,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqale_desktop.core.engines.base import (
-    END_OF_TURN,
     STOP_STRINGS,
     EngineError,
-    EngineStats,
-    FinishReason,
     SamplingParams,
 )
-from sqale_desktop.core.engines.replay import count_tokens
+from sqale_desktop.core.engines.text_session import TextPromptSession, count_tokens
 
 _log = logging.getLogger(__name__)
 
@@ -137,33 +134,15 @@ class OpenAIEngine:
         return text.replace(self._api_key, "***") if self._api_key else text
 
 
-class OpenAISession:
-    """One episode on the server: the prompt text so far, sent whole with every turn."""
+class OpenAISession(TextPromptSession):
+    """One episode on the server: the prompt text so far, sent whole with every turn.
+
+    Token counts are estimates until a response's ``usage`` corrects them.
+    """
 
     def __init__(self, engine: OpenAIEngine, prompt: str) -> None:
+        super().__init__(prompt, evaluates_appends=False)
         self._engine = engine
-        self._parts = [prompt]
-        self._stats = EngineStats(prompt_tokens=count_tokens(prompt))
-        self._finish: FinishReason = "stop"
-
-    @property
-    def prompt_text(self) -> str:
-        return "".join(self._parts)
-
-    @property
-    def stats(self) -> EngineStats:
-        return self._stats
-
-    @property
-    def last_finish_reason(self) -> FinishReason:
-        return self._finish
-
-    def append(self, text: str) -> None:
-        self._parts.append(text)
-        self._stats.prompt_tokens += count_tokens(text)  # corrected by the next response's usage
-
-    def end_turn(self) -> None:
-        self.append(END_OF_TURN)
 
     def close(self) -> None:
         """Nothing to release: every request uses its own connection."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -21,20 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.engines.base import (
-    END_OF_TURN,
     STOP_STRINGS,
     EngineError,
-    EngineStats,
     FinishReason,
     SamplingParams,
 )
+from sqale_desktop.core.engines.text_session import TOKEN_PATTERN, TextPromptSession, count_tokens
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-def count_tokens(text: str) -> int:
-    """An approximate token count: words and punctuation marks."""
-    return sum(1 for _ in _TOKEN.finditer(text))
+# count_tokens is re-exported: the loop and tests estimate token counts with it.
+__all__ = ["ReplayEngine", "ReplaySession", "count_tokens", "load_script"]
 
 
 def load_script(path: Path) -> list[str]:
@@ -92,34 +86,15 @@ class ReplayEngine:
         return ReplaySession(prompt, self._completions, self._chunk_chars, self._delay)
 
 
-class ReplaySession:
+class ReplaySession(TextPromptSession):
     """One episode of a :class:`ReplayEngine`."""
 
     def __init__(self, prompt: str, completions: Sequence[str], chunk_chars: int, delay: float) -> None:
-        self._parts = [prompt]
+        super().__init__(prompt, evaluates_appends=True)
         self._script = list(completions)
         self._next = 0
         self._chunk_chars = chunk_chars
         self._delay = delay
-        self._stats = EngineStats()
-        self._finish: FinishReason = "stop"
-        self._count(prompt)
-
-    @property
-    def prompt_text(self) -> str:
-        return "".join(self._parts)
-
-    @property
-    def stats(self) -> EngineStats:
-        return self._stats
-
-    @property
-    def last_finish_reason(self) -> FinishReason:
-        return self._finish
-
-    def append(self, text: str) -> None:
-        self._parts.append(text)
-        self._count(text)
 
     def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
         text = self._script[self._next] if self._next < len(self._script) else ""
@@ -127,7 +102,7 @@ class ReplaySession:
         text, finish = _cut(text, max_tokens)
         self._finish = finish
         # A token counts once it has begun, so chunk boundaries inside a word do not inflate counts.
-        token_starts = [match.start() for match in _TOKEN.finditer(text)]
+        token_starts = [match.start() for match in TOKEN_PATTERN.finditer(text)]
         counted = 0
         started = time.perf_counter()
         try:
@@ -146,16 +121,8 @@ class ReplaySession:
         finally:
             self._stats.decode_seconds += time.perf_counter() - started
 
-    def end_turn(self) -> None:
-        self.append(END_OF_TURN)
-
     def close(self) -> None:
         self._script = []
-
-    def _count(self, text: str) -> None:
-        tokens = count_tokens(text)
-        self._stats.prompt_tokens += tokens
-        self._stats.evaluated_tokens += tokens
 
 
 def _cut(text: str, max_tokens: int) -> tuple[str, FinishReason]:
@@ -166,7 +133,7 @@ def _cut(text: str, max_tokens: int) -> tuple[str, FinishReason]:
             text = text[:index]
     if max_tokens <= 0:
         return "", "length"
-    for number, match in enumerate(_TOKEN.finditer(text), start=1):
+    for number, match in enumerate(TOKEN_PATTERN.finditer(text), start=1):
         if number > max_tokens:
             return text[: match.start()], "length"
     return text, "stop"
