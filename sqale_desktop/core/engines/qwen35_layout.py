@@ -102,7 +102,7 @@ class Qwen35Shape:
 
     @property
     def rope_dimension_count(self) -> int:
-        return int(self.head_dim * self.partial_rotary_factor)
+        return round(self.head_dim * self.partial_rotary_factor)
 
     @property
     def linear_key_dim(self) -> int:
@@ -162,10 +162,14 @@ def metadata(shape: Qwen35Shape) -> dict[str, Any]:
     }
 
 
-def apply_metadata(writer: Any, shape: Qwen35Shape) -> None:
-    """Write ``metadata(shape)`` through a ``gguf.GGUFWriter`` created with ``arch="qwen35"``."""
+def apply_metadata(writer: Any, shape: Qwen35Shape, *, block_count: int | None = None) -> None:
+    """Write ``metadata(shape)`` through a ``gguf.GGUFWriter`` created with ``arch="qwen35"``.
+
+    ``block_count`` overrides the trunk's layer count when the file carries more blocks (the
+    converter appends the multi-token-prediction block after the trunk).
+    """
     w = writer
-    w.add_block_count(shape.num_hidden_layers)
+    w.add_block_count(shape.num_hidden_layers if block_count is None else block_count)
     w.add_context_length(shape.max_position_embeddings)
     w.add_embedding_length(shape.hidden_size)
     w.add_feed_forward_length(shape.intermediate_size)

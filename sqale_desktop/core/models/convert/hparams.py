@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sqale_desktop.core.engines.qwen35_layout import Qwen35Shape
 from sqale_desktop.core.models.convert.errors import UnsupportedCheckpoint
 
 SUPPORTED_ARCHITECTURES = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM")
@@ -47,6 +48,30 @@ class Qwen35Hparams:
     @property
     def linear_inner_size(self) -> int:
         return self.linear_v_head_dim * self.linear_v_heads
+
+    def to_shape(self) -> Qwen35Shape:
+        """The same hyperparameters as the shape llama.cpp's loader reads (``qwen35_layout``)."""
+        return Qwen35Shape(
+            vocab_size=self.vocab_size,
+            hidden_size=self.n_embd,
+            num_hidden_layers=self.n_layer,
+            intermediate_size=self.n_ff,
+            num_attention_heads=self.n_head,
+            num_key_value_heads=self.n_head_kv,
+            head_dim=self.head_dim,
+            linear_num_key_heads=self.linear_k_heads,
+            linear_num_value_heads=self.linear_v_heads,
+            linear_key_head_dim=self.linear_k_head_dim,
+            linear_value_head_dim=self.linear_v_head_dim,
+            linear_conv_kernel_dim=self.conv_kernel,
+            full_attention_interval=self.full_attention_interval,
+            rms_norm_eps=self.rms_eps,
+            rope_theta=self.rope_theta,
+            partial_rotary_factor=self.rope_dim / self.head_dim,
+            mrope_section=self.mrope_section,
+            max_position_embeddings=self.context_length,
+            tie_word_embeddings=self.tie_word_embeddings,
+        )
 
     def is_recurrent(self, layer: int) -> bool:
         """Whether a trunk layer is Gated DeltaNet (linear attention) rather than full attention."""

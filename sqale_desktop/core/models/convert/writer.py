@@ -16,6 +16,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from sqale_desktop.core.engines.qwen35_layout import apply_metadata
 from sqale_desktop.core.models.convert.checkpoint import Checkpoint
 from sqale_desktop.core.models.convert.errors import ConversionCancelled
 from sqale_desktop.core.models.convert.hparams import Qwen35Hparams
@@ -76,24 +77,7 @@ def _write_metadata(
 ) -> None:
     writer.add_name(name)
     writer.add_file_type(plan.file_type)
-    writer.add_block_count(plan.block_count)
-    writer.add_context_length(hp.context_length)
-    writer.add_embedding_length(hp.n_embd)
-    writer.add_feed_forward_length(hp.n_ff)
-    writer.add_head_count(hp.n_head)
-    writer.add_head_count_kv(hp.n_head_kv)
-    writer.add_key_length(hp.head_dim)
-    writer.add_value_length(hp.head_dim)
-    writer.add_layer_norm_rms_eps(hp.rms_eps)
-    writer.add_rope_freq_base(hp.rope_theta)
-    writer.add_rope_dimension_count(hp.rope_dim)
-    writer.add_rope_dimension_sections(list(hp.mrope_section))
-    writer.add_ssm_conv_kernel(hp.conv_kernel)
-    writer.add_ssm_state_size(hp.linear_k_head_dim)
-    writer.add_ssm_group_count(hp.linear_k_heads)
-    writer.add_ssm_time_step_rank(hp.linear_v_heads)
-    writer.add_ssm_inner_size(hp.linear_inner_size)
-    writer.add_full_attention_interval(hp.full_attention_interval)
+    apply_metadata(writer, hp.to_shape(), block_count=plan.block_count)
     if plan.mtp_written:
         writer.add_nextn_predict_layers(plan.block_count - hp.n_layer)
     write_vocab(writer, folder, hp.vocab_size)
