@@ -14,6 +14,7 @@ deltas, so the UI does a bounded amount of work per frame however fast the model
 from __future__ import annotations
 
 import collections
+import contextvars
 import logging
 import threading
 import time
@@ -32,6 +33,11 @@ from sqale_desktop.ui.workers import register_thread_owner
 log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[], Engine]
+LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar(
+    "LOAD_PROGRESS", default=None
+)
+"""Set on the agent thread while an engine factory runs: a factory that can report loading
+progress (fraction 0..1) calls it; factories that cannot simply ignore it."""
 EpisodeFn = Callable[[Engine, Any, str, threading.Event], Iterator[Event]]
 """Runs one episode: (engine, the open tool database, question, cancel flag) -> events."""
 DatabaseOpener = Callable[[Path], Any]
@@ -81,10 +87,12 @@ class AgentWorker(QObject):
 
     Signals:
         engine_state(str, str): ("loading" | "ready" | "failed", description or message).
+        load_progress(int): loading progress in thousandths, when the engine reports it.
         items_ready(): new items were queued (emitted at most once until the UI drains).
     """
 
     engine_state = Signal(str, str)
+    load_progress = Signal(int)
     items_ready = Signal()
 
     def __init__(
@@ -182,12 +190,23 @@ class AgentWorker(QObject):
             self.engine_state.emit("failed", "No model is installed: open the model manager to download one.")
             raise RuntimeError("no model installed")
         self.engine_state.emit("loading", "Loading the model…")
+        last = [-1]
+
+        def report(fraction: float) -> None:
+            value = int(1000 * min(max(fraction, 0.0), 1.0))
+            if value != last[0]:  # a queued signal per change, not per call
+                last[0] = value
+                self.load_progress.emit(value)
+
+        token = LOAD_PROGRESS.set(report)
         try:
             engine = factory()
         except BaseException as exc:
             log.warning("engine failed to load: %s", exc)
             self.engine_state.emit("failed", str(exc) or type(exc).__name__)
             raise
+        finally:
+            LOAD_PROGRESS.reset(token)
         with self._lock:
             self._engine = engine
         self.engine_state.emit("ready", engine.describe())
@@ -250,12 +269,14 @@ class AgentRunner(QObject):
     Signals:
         items_ready(): the worker queued items; call ``drain()``.
         engine_state(str, str): forwarded from the worker.
+        load_progress(int): forwarded from the worker (thousandths).
         _run(int, str, str): internal, queued to the worker's ``run_episode``.
         _load(): internal, queued to the worker's ``load_engine``.
     """
 
     items_ready = Signal()
     engine_state = Signal(str, str)
+    load_progress = Signal(int)
     _run = Signal(int, str, str)
     _load = Signal()
 
@@ -275,6 +296,7 @@ class AgentRunner(QObject):
         self._load.connect(self.worker.load_engine)
         self.worker.items_ready.connect(self.items_ready)
         self.worker.engine_state.connect(self.engine_state)
+        self.worker.load_progress.connect(self.load_progress)
         self._next_id = 0
         self._running: set[int] = set()
         self._thread.start()

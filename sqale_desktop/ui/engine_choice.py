@@ -15,7 +15,7 @@ from typing import Any, Literal
 from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
 from sqale_desktop.core.engines.base import Engine, SamplingParams
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.agent_runner import EngineFactory
+from sqale_desktop.ui.agent_runner import LOAD_PROGRESS, EngineFactory
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def engine_choice(settings: Settings) -> EngineChoice:
         from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
 
         engine = LlamaEngine(path, n_ctx=n_ctx, n_gpu_layers=layers, n_threads=threads or None)
-        engine.load()  # here, on the agent thread, while the status bar says "loading"
+        engine.load(progress=LOAD_PROGRESS.get())  # on the agent thread; the status bar shows it
         loaded: Engine = engine
         return loaded
 

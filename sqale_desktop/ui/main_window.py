@@ -105,6 +105,7 @@ class MainWindow(QMainWindow):
         )
         self.runner.items_ready.connect(self._schedule_drain)
         self.runner.engine_state.connect(self._engine_state)
+        self.runner.load_progress.connect(self._load_progress)
         self._live: dict[int, _Live] = {}
         self._pending: collections.deque[Any] = collections.deque()
         self._drain_timer = QTimer(self)
@@ -486,6 +487,11 @@ class MainWindow(QMainWindow):
         else:
             self.model_progress.hide()
             self.model_label.setText(f"Model: {text}")
+
+    def _load_progress(self, thousandths: int) -> None:
+        """The engine reports how far loading got: the busy indicator becomes a percentage."""
+        self.model_progress.setRange(0, 1000)
+        self.model_progress.setValue(thousandths)
 
     def set_engine_factory(
         self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None

@@ -42,6 +42,8 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
     with qtbot.waitSignal(window.database_opened, timeout=10_000) as opened:
         window.open_database(chinook)
     page = opened.args[0]
+    load_progress: list[int] = []
+    window.runner.load_progress.connect(load_progress.append)
 
     with qtbot.waitSignal(window.episode_finished, timeout=120_000) as finished:
         window.ask(page, "How many tracks are there?")
@@ -60,6 +62,9 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
         "submit_sql",
     )
     assert window.model_label.text() == "Model loaded · local CPU"
+    # Loading showed real progress (reading the file, then llama.cpp), not only a busy indicator.
+    assert len(load_progress) > 1 and load_progress == sorted(load_progress)
+    assert load_progress[-1] == 1000 and window.model_progress.maximum() == 1000
     view = page.chat.episodes[-1]
     assert sum(len(t.thinking.plain_text()) for t in view.turns.values()) > 0  # text streamed in
 

@@ -34,7 +34,7 @@ import contextlib
 import ctypes
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -54,6 +54,13 @@ GpuLayers = int | Literal["auto", "all"]
 _ALL_LAYERS = -1
 # System turns shorter than this are cheaper to evaluate than to keep a snapshot of.
 _MIN_CACHED_PREFIX = 32
+# Reading the model file ahead of llama.cpp, in blocks this size, is what the load progress shows.
+_READ_BLOCK = 16 * 2**20
+# Share of the progress bar for reading the file; the rest is llama.cpp building the model.
+_READ_SHARE = 0.9
+
+LoadProgress = Callable[[float], None]
+"""Called with the fraction of loading done, 0.0 to 1.0, on the loading thread."""
 _DECODE_ABORTED = 2
 
 
@@ -175,17 +182,25 @@ class LlamaEngine:
     def loaded(self) -> bool:
         return self._llama is not None
 
-    def load(self) -> EngineInfo:
-        """Load the model now (otherwise the first session does); retries with fewer GPU layers."""
+    def load(self, progress: LoadProgress | None = None) -> EngineInfo:
+        """Load the model now (otherwise the first session does); retries with fewer GPU layers.
+
+        With ``progress``, the file is first read through once in blocks, reporting how far it got:
+        llama.cpp maps the file and offers no progress of its own through llama-cpp-python, and
+        on a cold disk reading the weights is most of the wait (and otherwise lands on the first
+        question, as page faults).
+        """
         with self._entered():
-            self._load()
+            self._load(progress)
         return self.info()
 
-    def _load(self) -> None:
+    def _load(self, progress: LoadProgress | None = None) -> None:
         if self._llama is not None:
             return
         if not self.model_path.is_file():
             raise EngineError(f"model file not found: {self.model_path}")
+        if progress is not None:
+            _read_through(self.model_path, lambda fraction: progress(fraction * _READ_SHARE))
         import llama_cpp
 
         self._lib = llama_cpp
@@ -213,6 +228,8 @@ class LlamaEngine:
             break
         if self._llama is None:
             raise EngineError(f"could not load {self.model_path.name}: " + "; ".join(errors))
+        if progress is not None:
+            progress(1.0)
         n_layers = int(llama_cpp.llama_model_n_layer(self._llama.model))
         chosen = attempts[len(errors)]
         self.gpu_layers = 0 if not supports else (n_layers if chosen < 0 else min(chosen, n_layers))
@@ -631,3 +648,17 @@ class LlamaSession:
     def _check_open(self) -> None:
         if self._closed:
             raise EngineError("this session is closed")
+
+
+def _read_through(path: Path, progress: LoadProgress) -> None:
+    """Read ``path`` once from start to end (into the OS page cache), reporting the fraction read."""
+    try:
+        size = path.stat().st_size
+        buffer = bytearray(_READ_BLOCK)
+        done = 0
+        with path.open("rb", buffering=0) as stream:
+            while n := stream.readinto(buffer):
+                done += n
+                progress(done / size if size else 1.0)
+    except OSError as exc:
+        raise EngineError(f"could not read {path.name}: {exc.strerror or exc}") from exc

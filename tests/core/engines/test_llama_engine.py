@@ -356,6 +356,23 @@ def test_missing_model_file_is_a_known_error(tmp_path: Path) -> None:
         LlamaEngine(tmp_path / "absent.gguf").load()
 
 
+def test_load_reports_progress_from_reading_the_file_to_a_loaded_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqale_desktop.core.engines.llama_cpp_engine as module
+
+    monkeypatch.setattr(module, "_READ_BLOCK", 8 * 2**20)  # several blocks for the ~100 MB file
+    reports: list[float] = []
+    eng = LlamaEngine(smollm2_path(), n_ctx=512, n_threads=1)
+    eng.load(progress=reports.append)
+    assert eng.loaded
+    assert len(reports) > 3
+    assert reports == sorted(reports) and reports[-1] == 1.0
+    # The whole file was read (the reading share reached) before llama.cpp built the model.
+    assert reports[-2] == pytest.approx(module._READ_SHARE)
+    eng.close()
+
+
 def test_unreadable_model_file_is_a_known_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
