@@ -55,7 +55,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     ask.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
     ask.add_argument("--question", required=True, metavar="TEXT", help="the question, in plain language")
-    ask.add_argument("--model", metavar="GGUF_PATH", help="GGUF model file (for --engine llama)")
+    ask.add_argument(
+        "--model",
+        metavar="GGUF_PATH",
+        help="GGUF model file (for --engine llama; default: the installed model the app uses)",
+    )
     ask.add_argument(
         "--engine",
         choices=("llama", "openai", "replay"),
@@ -100,8 +104,7 @@ def run_ask(args: argparse.Namespace) -> int:
     except DatabaseError as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    model_dir = Path(args.model_dir) if args.model_dir else Path(args.model).parent if args.model else None
-    protocol = load_protocol(model_dir)
+    protocol = load_protocol(_model_dir(args))
     trace_out = sys.stderr if args.json else sys.stdout
     for note in protocol.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -132,6 +135,21 @@ def run_ask(args: argparse.Namespace) -> int:
     return EXIT_OK if episode.sql and episode.ended_by not in ("cancelled", "error") else EXIT_FAILED
 
 
+def _installed_model() -> Any:
+    """The model the app would use (the settings' choice, else the first installed one)."""
+    from sqale_desktop.core.models.registry import Registry
+    from sqale_desktop.core.settings import load as load_settings
+
+    return Registry().usable(load_settings().settings.model_id)
+
+
+def _model_dir(args: argparse.Namespace) -> Path | None:
+    """Where the model's sqale_agent.py / generation_config.json are looked for."""
+    if args.model_dir:
+        return Path(args.model_dir)
+    return Path(args.model).parent if args.model else None
+
+
 class _Usage(Exception):
     """A combination of options that cannot work; the message says which."""
 
@@ -150,7 +168,15 @@ def _engine(kind: str, args: argparse.Namespace) -> Engine:
 
         return OpenAIEngine(args.base_url, api_key=_api_key(), model=args.server_model)
     if not args.model:
-        raise _Usage("--engine llama needs --model GGUF_PATH (or use --base-url / --replay)")
+        record = _installed_model()
+        if record is None:
+            raise _Usage(
+                "--engine llama needs --model GGUF_PATH, or an installed model "
+                "(sqale-desktop models download / import); or use --base-url / --replay"
+            )
+        args.model = record.path
+        if not args.model_dir:
+            args.model_dir = str(record.model_dir)
     if not Path(args.model).is_file():
         raise _Usage(f"no model file at {args.model}")
     from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine

