@@ -10,6 +10,11 @@ import argparse
 import importlib
 from typing import Any
 
+# Exit statuses shared by every subcommand (the README and each command's --help state them).
+EXIT_OK = 0
+EXIT_FAILED = 1  # a known problem: the message is on stderr
+EXIT_USAGE = 2  # bad usage, as argparse itself exits
+
 # Modules are listed here rather than discovered so that a missing one is an import error, not a
 # silently absent command.
 COMMAND_MODULES = ("db_commands", "agent_commands", "model_commands", "convert_command")

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     Episode,
@@ -38,9 +39,6 @@ from sqale_desktop.core.agent.loop import EpisodeControl, run_episode
 from sqale_desktop.core.agent.protocol import load_protocol
 from sqale_desktop.core.engines.base import Engine, EngineError
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 API_KEY_ENV = "SQALE_DESKTOP_API_KEY"
 PRINTED_ROWS = 20
 

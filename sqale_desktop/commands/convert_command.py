@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK
 from sqale_desktop.core.models.errors import ModelError
 
 
@@ -78,7 +79,7 @@ def _convert(args: argparse.Namespace) -> int:
         return 130
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     registered = f" (registered as {result.record.id})" if result.record else ""
     print(f"{result.path}{registered}")
-    return 0
+    return EXIT_OK

@@ -17,13 +17,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
 from sqale_desktop.core.db.connection import DEFAULT_TIME_LIMIT_S
 from sqale_desktop.core.tools import TOOL_NAMES, ToolBox
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -13,11 +13,9 @@ import sys
 import threading
 from typing import Any
 
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK
 from sqale_desktop.core.models import catalog
 from sqale_desktop.core.models.errors import ModelError
-
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
