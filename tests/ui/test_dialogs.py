@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,18 @@ def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any, artifacts: 
     assert dialog.result_settings().temperature == pytest.approx(0.6)
 
 
-def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path, artifacts: Path) -> None:
+@pytest.fixture
+def manager(qtbot: Any, tmp_path: Path) -> Iterator[ModelManagerDialog]:
+    """A model manager over an empty registry in tmp_path; its pool must shut down cleanly."""
     pool = TaskPool()
-    registry = Registry(tmp_path / "models.json")
-    dialog = ModelManagerDialog(pool, registry=registry)
+    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"))
     qtbot.addWidget(dialog)
+    yield dialog
+    assert pool.shutdown()
+
+
+def test_model_manager_import_verify_remove(qtbot: Any, manager: ModelManagerDialog, artifacts: Path) -> None:
+    dialog, registry = manager, manager.registry
     assert dialog.table.rowCount() == 0 and "No model installed" in dialog.message.text()
     with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
         dialog.import_file(smollm2())
@@ -80,10 +88,11 @@ def test_model_manager_import_verify_remove(qtbot: Any, tmp_path: Path, artifact
     assert chosen.args == [registry.list()[0].id]
     dialog.remove_selected()
     assert dialog.table.rowCount() == 0 and registry.list() == []
-    assert pool.shutdown()
 
 
-def test_download_failure_is_a_message_not_a_crash(qtbot: Any, tmp_path: Path, monkeypatch: Any) -> None:
+def test_download_failure_is_a_message_not_a_crash(
+    qtbot: Any, manager: ModelManagerDialog, monkeypatch: Any
+) -> None:
     from sqale_desktop.core.models import download
     from sqale_desktop.core.models.errors import HubUnavailable
 
@@ -92,15 +101,12 @@ def test_download_failure_is_a_message_not_a_crash(qtbot: Any, tmp_path: Path, m
         raise HubUnavailable("The Hugging Face hub could not be reached.")
 
     monkeypatch.setattr(download, "download_model", unreachable)
-    pool = TaskPool()
-    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"))
-    qtbot.addWidget(dialog)
+    dialog = manager
     dialog.repo.setText("someone/model-GGUF")
     dialog.file.addItem("model-Q4_K_M.gguf", "model-Q4_K_M.gguf")
     dialog.download()
     qtbot.waitUntil(lambda: "could not be reached" in dialog.message.text(), timeout=10_000)
     assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
-    assert pool.shutdown()
 
 
 def test_dark_palette_and_screenshot(qtbot: Any, chinook: Path, artifacts: Path, tmp_path: Path) -> None:
@@ -132,7 +138,7 @@ def test_dark_palette_and_screenshot(qtbot: Any, chinook: Path, artifacts: Path,
         app.setPalette(original)
 
 
-def test_download_progress_and_cancel(qtbot: Any, tmp_path: Path, monkeypatch: Any) -> None:
+def test_download_progress_and_cancel(qtbot: Any, manager: ModelManagerDialog, monkeypatch: Any) -> None:
     from sqale_desktop.core.models import download
     from sqale_desktop.core.models.errors import DownloadCancelled
 
@@ -146,9 +152,7 @@ def test_download_progress_and_cancel(qtbot: Any, tmp_path: Path, monkeypatch: A
         raise AssertionError("the test cancels before the end")
 
     monkeypatch.setattr(download, "download_model", slow_download)
-    pool = TaskPool()
-    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"))
-    qtbot.addWidget(dialog)
+    dialog = manager
     dialog.repo.setText("someone/model-GGUF")
     dialog.file.addItem("model-Q4_K_M.gguf", "model-Q4_K_M.gguf")
     dialog.download()
@@ -160,18 +164,16 @@ def test_download_progress_and_cancel(qtbot: Any, tmp_path: Path, monkeypatch: A
         lambda: "cancelled" in dialog.message.text().lower() and dialog._job is None, timeout=10_000
     )
     assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
-    assert pool.shutdown()
 
 
-def test_convert_a_local_checkpoint_from_the_model_manager(qtbot: Any, tmp_path: Path) -> None:
+def test_convert_a_local_checkpoint_from_the_model_manager(
+    qtbot: Any, manager: ModelManagerDialog, tmp_path: Path
+) -> None:
     """The dialog's Convert runs the real converter on the pool: GGUF written, quantized, installed."""
     from sqale_desktop.core.models.convert.tiny_checkpoint import write_tiny_checkpoint
 
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny-checkpoint")
-    pool = TaskPool()
-    registry = Registry(tmp_path / "models.json")
-    dialog = ModelManagerDialog(pool, registry=registry)
-    qtbot.addWidget(dialog)
+    dialog, registry = manager, manager.registry
     dialog.convert_source.setText(str(checkpoint))
     dialog.quant.setCurrentIndex(dialog.quant.findData("Q8_0"))
     with qtbot.waitSignal(dialog.models_changed, timeout=120_000):
@@ -182,18 +184,15 @@ def test_convert_a_local_checkpoint_from_the_model_manager(qtbot: Any, tmp_path:
     assert "Q8_0" in Path(record.path).name
     assert dialog.message.text().startswith("Installed")
     assert dialog.table.rowCount() == 1 and dialog.convert_button.isEnabled()
-    assert pool.shutdown()
 
 
-def test_converting_a_folder_that_is_no_checkpoint_is_a_message(qtbot: Any, tmp_path: Path) -> None:
-    pool = TaskPool()
-    registry = Registry(tmp_path / "models.json")
-    dialog = ModelManagerDialog(pool, registry=registry)
-    qtbot.addWidget(dialog)
+def test_converting_a_folder_that_is_no_checkpoint_is_a_message(
+    qtbot: Any, manager: ModelManagerDialog, tmp_path: Path
+) -> None:
+    dialog, registry = manager, manager.registry
     (tmp_path / "empty").mkdir()
     dialog.convert_source.setText(str(tmp_path / "empty"))
     dialog.convert()
     qtbot.waitUntil(lambda: dialog._job is None, timeout=20_000)
     assert "config.json" in dialog.message.text()
     assert registry.list() == []
-    assert pool.shutdown()
