@@ -153,6 +153,8 @@ class _Usage(Exception):
 
 
 def _engine(kind: str, args: argparse.Namespace) -> Engine:
+    """Build the engine; for llama without --model it fills ``args.model`` and ``args.model_dir``
+    from the installed model, so ``_model_dir`` (called afterwards) finds its sqale_agent.py."""
     if kind == "replay":
         if not args.replay:
             raise _Usage("--engine replay needs --replay FILE")
