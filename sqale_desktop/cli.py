@@ -1,8 +1,17 @@
-"""The `sqale-desktop` command: no arguments opens the desktop app; subcommands are headless.
+"""The `sqale-desktop` command: no arguments or database files open the desktop app; subcommands are headless.
 
-The headless commands work with PySide6 uninstalled: the Qt app is imported only when no
-subcommand is given.  Each group of subcommands lives in its own module under
-``sqale_desktop.commands`` and registers itself here.
+``sqale-desktop FILE...`` is what a desktop's "Open with" runs (the desktop entry's ``%F``), so
+file arguments and subcommands share the first position: an argument is a subcommand only when
+it names one and no file of that name exists (``./ask`` or an existing file called ``ask`` opens
+that file); any option-looking argument (``--help``, ``--version``, a subcommand's flags) goes to
+argparse as before, and ``--`` ends options so that ``sqale-desktop -- -odd.db`` opens
+``-odd.db``.  A second launch starts a second, independent window (no single-instance server):
+each window has its own engine, which is simpler and honest about memory.
+
+The headless commands work with PySide6 uninstalled: the Qt app is imported only when the window
+opens.  Each group of subcommands lives in its own module under ``sqale_desktop.commands`` and
+registers itself here.  ``--child-module`` is hidden: the converter's child processes use it so
+that a frozen build (whose ``sys.executable`` is this program, not Python) can run them too.
 """
 
 from __future__ import annotations
@@ -10,8 +19,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from sqale_desktop import __version__
+
+USAGE = """%(prog)s [FILE ...]
+       %(prog)s COMMAND [options]
+       %(prog)s [-h] [--version]"""
+
+FILES_HELP = """\
+Without a command, opens the desktop app: with the SQLite FILEs given, one tab each (the demo
+database when none is given). An argument that names an existing file is a file even when it is
+also a command's name; use `%(prog)s -- FILE ...` for file names that begin with '-'.
+Each launch opens its own window."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,22 +39,56 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="sqale-desktop",
-        description="Ask questions about local SQLite databases with a local text-to-SQL agent. "
-        "Without a subcommand, opens the desktop app.",
+        usage=USAGE,
+        description="Ask questions about local SQLite databases with a local text-to-SQL agent.",
+        epilog=FILES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sqale-desktop {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: the subcommands' usage lines start "sqale-desktop ask", not with the custom usage above.
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog="sqale-desktop")
     register_all(subparsers)
     return parser
 
 
+def command_names(parser: argparse.ArgumentParser) -> set[str]:
+    """The top-level subcommand names and aliases ``parser`` accepts."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def launch_files(args: Sequence[str], commands: set[str]) -> list[str] | None:
+    """The files to open in the window if ``args`` asks for the window, else None (a subcommand).
+
+    ``--`` makes everything after it a file.  Any other option-looking argument means argparse's
+    business (help, version, a subcommand).  A first argument that names a command is that
+    command unless a file or folder of that name exists.
+    """
+    if not args:
+        return []
+    if args[0] == "--":
+        return list(args[1:])
+    if any(a.startswith("-") for a in args):
+        return None
+    if args[0] in commands and not Path(args[0]).exists():
+        return None
+    return list(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list:
+    if args_list[:1] == ["--child-module"]:
+        from sqale_desktop.core.models.convert.child import run_child
+
+        return run_child(args_list[1:])
+    parser = build_parser()
+    files = launch_files(args_list, command_names(parser))
+    if files is not None:
         from sqale_desktop.ui.app import run_app
 
-        return run_app()
-    parser = build_parser()
+        return run_app(files=[Path(f) for f in files])
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help()

@@ -1,16 +1,28 @@
 """The desktop app's entry point: ``run_app()`` builds the QApplication and the main window.
 
 On first run the window opens the bundled demo shop (generated, not downloaded) and, when no
-model is installed, offers the model manager; browsing and SQL work without a model.
+model is installed, offers the model manager; browsing and SQL work without a model.  Files given
+on the command line (``sqale-desktop FILE...``, what "Open with" runs) open in tabs through the
+window's own open path, so a bad file gets the same message as Ctrl+O; the demo opens only when
+none of them did.
+
+``SQALE_DESKTOP_QUIT_AFTER_SHOWN=1`` is a hook for tests, CI and ``benchmarks/startup.py``: once the
+window is shown the app prints ``{"event": "shown", ...}``, and once the launch's files (or the
+demo) have opened or failed it prints ``{"event": "ready", "tabs": [...], "errors": [...]}`` and
+quits, each as one JSON line on stdout.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from sqale_desktop import __version__
@@ -37,8 +49,118 @@ def resolve_engine(settings: settings_mod.Settings) -> tuple[Any, str, Any]:
     return choice.factory, choice.description, default_episode_fn(settings, choice.protocol)
 
 
-def build_main_window(first_run_offer: bool = True) -> MainWindow:
-    """The main window on the demo database, engine from the settings, history restored."""
+QUIT_AFTER_SHOWN_ENV = "SQALE_DESKTOP_QUIT_AFTER_SHOWN"
+# The hook gives up (and says so, exit status 3) if the launch has not settled by then.
+QUIT_HOOK_TIMEOUT_S = 120.0
+
+
+class LaunchOpener(QObject):
+    """Opens the launch's files in the window, then the demo if none of them opened.
+
+    Counts the window's ``database_opened`` / ``open_failed`` signals until every file has been
+    answered; ``when_settled`` callbacks run once that is so (and the demo, when it was needed,
+    too).  A tab that opens hides the window's error banner, so the failures' messages (exactly
+    what Ctrl+O showed) are shown again once everything has settled: "Open with" on a bad file
+    must not end on a silent demo.
+    """
+
+    def __init__(self, window: MainWindow, files: Sequence[Path]) -> None:
+        super().__init__(window)
+        self.window = window
+        self.errors: list[str] = []
+        self.messages: list[str] = []
+        self._pending = 0
+        self._demo_pending = False
+        self._settled = False
+        self._on_settled: list[Any] = []
+        window.database_opened.connect(self._answered)
+        window.open_failed.connect(self._failed)
+        unique: list[Path] = []
+        for path in files:
+            if not any(_same_path(path, seen) for seen in unique):
+                unique.append(path)
+        self._pending = len(unique)
+        for path in unique:
+            window.open_database(path)  # the Ctrl+O path: same checks, same message
+        if not unique:
+            self._open_demo()
+
+    def when_settled(self, callback: Any) -> None:
+        if self._settled:
+            callback()
+        else:
+            self._on_settled.append(callback)
+
+    def _open_demo(self) -> None:
+        self._demo_pending = True
+        self.window.open_demo()
+
+    def _failed(self, message: str) -> None:
+        if self._settled:
+            return
+        self.errors.append(message)
+        # open_failed is emitted right after show_error: the banner holds Ctrl+O's own wording.
+        self.messages.append(self.window.banner_label.text())
+        self._answered(None)
+
+    def _answered(self, _page: Any) -> None:
+        if self._settled:
+            return
+        if self._demo_pending:
+            self._settle()
+            return
+        self._pending -= 1
+        if self._pending > 0:
+            return
+        if not self.window.pages():
+            self._open_demo()
+        else:
+            self._settle()
+
+    def _settle(self) -> None:
+        self._settled = True
+        if self.messages:
+            self.window.show_error("\n".join(self.messages))
+        for callback in self._on_settled:
+            callback()
+        self._on_settled.clear()
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
+def install_quit_hook(app: QApplication, window: MainWindow, opener: LaunchOpener, started: float) -> None:
+    """The ``SQALE_DESKTOP_QUIT_AFTER_SHOWN`` hook: report shown, then the tabs, then quit."""
+
+    def emit(**fields: Any) -> None:
+        print(json.dumps(fields), flush=True)
+
+    def ready(status: int = 0) -> None:
+        emit(
+            event="ready",
+            tabs=[str(page.path) for page in window.pages()],
+            names=[window.tabs.tabText(i) for i in range(window.tabs.count())],
+            errors=opener.messages,
+            timed_out=status != 0,
+        )
+        app.exit(status)
+
+    def shown() -> None:
+        emit(event="shown", visible=window.isVisible(), seconds=round(time.perf_counter() - started, 3))
+        opener.when_settled(ready)
+
+    # A zero timer fires once the event loop runs, i.e. after the show event has been processed.
+    QTimer.singleShot(0, shown)
+    QTimer.singleShot(int(QUIT_HOOK_TIMEOUT_S * 1000), lambda: ready(3))
+
+
+def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -> MainWindow:
+    """The main window (on the demo database unless ``open_demo`` is False), engine from the
+    settings, history restored."""
     from sqale_desktop.core.history import History
 
     loaded = settings_mod.load()
@@ -59,7 +181,8 @@ def build_main_window(first_run_offer: bool = True) -> MainWindow:
         window.show_error(loaded.note)
     if history_error:
         window.show_error(f"Conversation history unavailable: {history_error}")
-    window.open_demo()
+    if open_demo:
+        window.open_demo()
     if factory is not None:
         window.runner.load_engine()  # in the background, so the first question does not wait for it
     if factory is None and first_run_offer:
@@ -67,9 +190,17 @@ def build_main_window(first_run_offer: bool = True) -> MainWindow:
     return window
 
 
-def run_app(argv: Sequence[str] | None = None) -> int:
-    """Start the desktop app; returns the exit status."""
-    app = create_application(argv)
-    window = build_main_window()
+def run_app(argv: Sequence[str] | None = None, files: Sequence[Path] = ()) -> int:
+    """Start the desktop app with ``files`` in tabs (the demo if none opens); the exit status."""
+    started = time.perf_counter()
+    # Qt sees only the program name: file names are ours, and one that looks like a Qt option
+    # (``-style``) must not be taken as one.
+    app = create_application(argv if argv is not None else sys.argv[:1])
+    window = build_main_window(open_demo=False)
+    opener = LaunchOpener(window, list(files))
+    if os.environ.get(QUIT_AFTER_SHOWN_ENV):
+        install_quit_hook(app, window, opener, started)
     window.show()
-    return int(app.exec())
+    status = int(app.exec())
+    window.shutdown()  # the hook quits without closing the window: join the workers either way
+    return status

@@ -1,14 +1,20 @@
-"""First run: the app opens on the generated demo shop and offers the model download."""
+"""First run: the app opens on the generated demo shop and offers the model download; files given
+on the command line open in tabs instead (what "Open with" and `sqale-desktop FILE...` do)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from sqale_desktop.core.demo import DEMO_QUESTIONS
-from sqale_desktop.ui.app import build_main_window, create_application
+from sqale_desktop.ui.app import QUIT_AFTER_SHOWN_ENV, LaunchOpener, build_main_window, create_application
 from sqale_desktop.ui.database_page import DatabasePage
 
 
@@ -75,3 +81,57 @@ def test_schema_model_passes_qtmodeltester(qtbot: Any, qtmodeltester: Any, sakil
     model.set_row_count("film", 1000)
     assert film.text() == "film  — 1,000 rows"
     qtmodeltester.check(model)
+
+
+def _launch(qtbot: Any, files: list[Path]) -> tuple[Any, LaunchOpener]:
+    create_application([])
+    window = build_main_window(first_run_offer=False, open_demo=False)
+    qtbot.addWidget(window)
+    opener = LaunchOpener(window, files)
+    window.show()
+    settled: list[bool] = []
+    opener.when_settled(lambda: settled.append(True))
+    qtbot.waitUntil(lambda: bool(settled), timeout=20_000)
+    return window, opener
+
+
+def test_launch_files_open_in_tabs_and_a_bad_one_gets_the_open_message(
+    qtbot: Any, chinook: Path, northwind: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "notes.db"
+    bad.write_text("not a database", encoding="utf-8")
+    missing = tmp_path / "missing.sqlite"
+    window, opener = _launch(qtbot, [chinook, bad, northwind, missing, chinook])
+    assert sorted(p.path.name for p in window.pages()) == ["chinook.sqlite", "northwind.sqlite"]
+    assert len(opener.errors) == 2
+    assert any("notes.db is not a SQLite database" in e for e in opener.errors)
+    assert any("missing.sqlite" in e for e in opener.errors)
+    # Ctrl+O's banner and wording, shown again after the good files' tabs opened (which hide it).
+    assert sorted(m.split(":")[0] for m in opener.messages) == [
+        "Could not open missing.sqlite", "Could not open notes.db"]
+    assert window.banner.isVisible()
+    assert sorted(window.banner_label.text().splitlines()) == sorted(opener.messages)
+    assert window.shutdown()
+
+
+def test_the_demo_opens_only_when_no_launch_file_did(qtbot: Any, tmp_path: Path) -> None:
+    window, opener = _launch(qtbot, [tmp_path / "gone.sqlite"])
+    assert [p.path.name for p in window.pages()] == ["shop.sqlite"]
+    assert len(opener.errors) == 1 and "gone.sqlite" in opener.errors[0]
+    assert window.banner.isVisible() and window.banner_label.text().startswith("Could not open gone.sqlite:")
+    assert window.shutdown()
+
+
+def test_the_command_line_opens_a_file_and_the_quit_hook_reports_its_tabs(chinook: Path) -> None:
+    """The real entry point in a child process: window shown, chinook's tab, then quit by the hook."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **{QUIT_AFTER_SHOWN_ENV: "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "sqale_desktop", str(chinook)],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [e["event"] for e in events] == ["shown", "ready"]
+    assert events[0]["visible"] is True
+    assert events[1]["tabs"] == [str(chinook)] and events[1]["errors"] == []
+    assert "Traceback" not in done.stderr

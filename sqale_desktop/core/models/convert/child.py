@@ -1,28 +1,58 @@
-"""Running a module of this package in a child Python process.
+"""Running a module of this package in a child process, from a checkout and from a frozen build.
 
 Quantization and verification call into native llama.cpp; a child process makes them
-cancellable (terminate) and keeps a native crash out of the app.  The child must import this
-package even when it is not installed (a source checkout run with ``PYTHONPATH`` or from its
-folder), so the package's parent folder is put first on the child's ``PYTHONPATH``.
+cancellable (terminate) and keeps a native crash out of the app.  ``sys.executable -m module``
+only works where ``sys.executable`` is Python: in a frozen (PyInstaller) build it is the app
+itself, which does not understand ``-m``.  So the child is started through the app's own entry
+point with the hidden ``--child-module MODULE ARGS...`` argument (``sqale_desktop.cli``), which
+both a frozen binary and ``python -m sqale_desktop`` understand, and which calls the module's
+``child_main(argv)``.  From a checkout the package's parent folder is put first on the child's
+``PYTHONPATH`` so that the child imports this copy even when the package is not installed.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
 
 _PACKAGE_PARENT = Path(__file__).resolve().parents[4]
+# Only the converter's own steps may be started this way: the hidden argument is not a general
+# "run any module" door.
+CHILD_MODULE_PREFIX = "sqale_desktop.core.models.convert."
+CHILD_FLAG = "--child-module"
+
+
+def is_frozen() -> bool:
+    """True in a PyInstaller (or similar) build, where ``sys.executable`` is the app."""
+    return bool(getattr(sys, "frozen", False))
 
 
 def child_command(module: str, *args: str) -> list[str]:
-    """The command line that runs ``python -m module args...`` with this interpreter."""
-    return [sys.executable, "-m", module, *args]
+    """The command line that runs ``module``'s ``child_main(args)`` in a new process."""
+    if is_frozen():
+        return [sys.executable, CHILD_FLAG, module, *args]
+    return [sys.executable, "-m", "sqale_desktop", CHILD_FLAG, module, *args]
 
 
 def child_env() -> dict[str, str]:
     """The current environment with this package importable."""
     env = dict(os.environ)
-    parts = [str(_PACKAGE_PARENT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env["PYTHONPATH"] = os.pathsep.join(parts)
+    if not is_frozen():
+        parts = [str(_PACKAGE_PARENT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        env["PYTHONPATH"] = os.pathsep.join(parts)
     return env
+
+
+def run_child(argv: list[str]) -> int:
+    """The child side: ``argv`` is ``[MODULE, ARGS...]``; returns the exit status."""
+    if not argv or not argv[0].startswith(CHILD_MODULE_PREFIX):
+        print(f"{CHILD_FLAG} takes a module of {CHILD_MODULE_PREFIX.rstrip('.')}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(argv[0])
+    entry = getattr(module, "child_main", None)
+    if entry is None:
+        print(f"{argv[0]} has no child_main", file=sys.stderr)
+        return 2
+    return int(entry(argv[1:]))

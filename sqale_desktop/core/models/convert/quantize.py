@@ -4,7 +4,8 @@
 a child process is what makes it cancellable (the child is terminated) and keeps a crash in
 native code from taking the app down.  The child's log lines ``[  i/  n] name ...`` give progress.
 
-Run as ``python -m sqale_desktop.core.models.convert.quantize IN OUT TYPE THREADS``.
+The child runs ``child_main([IN, OUT, TYPE, THREADS])`` (started as ``sqale-desktop --child-module
+sqale_desktop.core.models.convert.quantize ...``, see ``child.py``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def quantize(
         raise QuantizationFailed(f"llama.cpp could not quantize the model ({'; '.join(detail) or code})")
 
 
-def _run(argv: Sequence[str]) -> int:
+def child_main(argv: Sequence[str]) -> int:
+    """The child process: run llama.cpp's quantizer; its status is the exit status."""
     import llama_cpp
 
     src, dst, quant, threads = argv
@@ -96,4 +98,4 @@ def _run(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_run(sys.argv[1:]))
+    sys.exit(child_main(sys.argv[1:]))

@@ -3,7 +3,8 @@
 Runs in a child process for the same reason as quantization: a model that crashes llama.cpp must
 fail the conversion, not the app.  The child prints one JSON line with what it saw.
 
-Run as ``python -m sqale_desktop.core.models.convert.verify GGUF [N_TOKENS]``.
+The child runs ``child_main([GGUF, N_TOKENS])`` (started as ``sqale-desktop --child-module
+sqale_desktop.core.models.convert.verify ...``, see ``child.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,5 +71,11 @@ def _run(path: str, n_tokens: int) -> dict[str, object]:
     }
 
 
+def child_main(argv: Sequence[str]) -> int:
+    """The child process: load, generate, print the report as one JSON line."""
+    print(json.dumps(_run(argv[0], int(argv[1]) if len(argv) > 1 else 4)), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    print(json.dumps(_run(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 4)))
+    sys.exit(child_main(sys.argv[1:]))

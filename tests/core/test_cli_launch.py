@@ -1,0 +1,93 @@
+"""`sqale-desktop FILE...` opens the window; subcommands stay subcommands; --help says both.
+
+What the desktop entry's ``%F`` runs must reach the window, never argparse's "invalid choice".
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop import cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def commands() -> set[str]:
+    return cli.command_names(cli.build_parser())
+
+
+def test_no_arguments_opens_the_window_with_no_files(commands: set[str]) -> None:
+    assert cli.launch_files([], commands) == []
+
+
+def test_database_paths_open_the_window(commands: set[str], tmp_path: Path) -> None:
+    files = [str(tmp_path / "a.sqlite"), "relative/b.db", "missing.db3"]
+    assert cli.launch_files(files, commands) == files  # a missing file is still the window's to report
+
+
+def test_subcommands_and_options_go_to_argparse(commands: set[str]) -> None:
+    assert {"ask", "query", "tool", "models"} <= commands
+    for args in (["query", "--db", "x.sqlite", "SELECT 1"], ["models", "list"], ["ask"], ["--help"],
+                 ["--version"], ["x.sqlite", "--bogus"]):
+        assert cli.launch_files(args, commands) is None, args
+
+
+def test_a_file_named_like_a_command_is_a_file(
+    commands: set[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.launch_files(["ask"], commands) is None
+    assert cli.launch_files(["./ask"], commands) == ["./ask"]
+    (tmp_path / "ask").write_bytes(b"")
+    assert cli.launch_files(["ask"], commands) == ["ask"]
+    assert cli.launch_files(["ask", "query"], commands) == ["ask", "query"]
+    # With options it is the subcommand again: `sqale-desktop ask --db ...` next to a file `ask`.
+    assert cli.launch_files(["ask", "--db", "x.sqlite"], commands) is None
+
+
+def test_double_dash_makes_everything_after_it_a_file(commands: set[str]) -> None:
+    assert cli.launch_files(["--", "-odd.db", "--help"], commands) == ["-odd.db", "--help"]
+
+
+def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """main() routes files to run_app (stubbed here: the window itself is tested in tests/ui)."""
+    import sqale_desktop.ui.app as app_mod
+
+    seen: dict[str, Any] = {}
+
+    def fake_run_app(argv: Any = None, files: Any = ()) -> int:
+        seen["files"] = list(files)
+        return 7
+
+    monkeypatch.setattr(app_mod, "run_app", fake_run_app)
+    db = tmp_path / "models"  # named like a command group, and it exists
+    db.write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["models", str(tmp_path / "x.db")]) == 7
+    assert seen["files"] == [Path("models"), tmp_path / "x.db"]
+
+
+def test_help_lists_the_file_usage_next_to_the_commands() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sqale_desktop", "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: sqale-desktop [FILE ...]\n       sqale-desktop COMMAND")
+    assert "query" in done.stdout and "ask" in done.stdout
+    assert "Each launch opens its own window" in done.stdout
+
+
+def test_an_unknown_option_is_still_a_usage_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sqale_desktop", "--no-such-option"], cwd=REPO_ROOT, capture_output=True,
+        text=True, check=False,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
