@@ -37,6 +37,8 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     app.setApplicationName("SQaLe Desktop")
     app.setApplicationVersion(__version__)
     app.setOrganizationName("sqale-desktop")
+    # The desktop entry's name: Wayland compositors use it as the app id to find the icon.
+    app.setDesktopFileName("sqale-desktop")
     return app
 
 
