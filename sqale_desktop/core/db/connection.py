@@ -30,6 +30,8 @@ from sqale_desktop.core.db.errors import (
     QueryFailed,
     QueryInterrupted,
     QueryTimeout,
+    ResultTooLarge,
+    StatementTooLong,
 )
 from sqale_desktop.core.db.guard import (
     WRITE_KEYWORDS,
@@ -39,6 +41,8 @@ from sqale_desktop.core.db.guard import (
     refuse_by_keyword,
 )
 from sqale_desktop.core.db.opening import STALE_NOTE, inspect_file, sqlite_uri
+from sqale_desktop.core.db.printf_guard import PrintfGuard
+from sqale_desktop.core.db.printf_guard import install as install_printf_guard
 
 if TYPE_CHECKING:
     from sqale_desktop.core.db.cursor import QueryCursor
@@ -48,7 +52,18 @@ DEFAULT_TIME_LIMIT_S = 10.0
 # a few milliseconds of its deadline, large enough that the Python callback costs little.
 PROGRESS_STEPS = 2000
 DEFAULT_CURSOR_CAP = 100_000
-MAX_VALUE_BYTES = 256 * 1024 * 1024
+# The largest single value (string or blob) a statement may make or read.  A value this size is
+# already far beyond what a person or the model reads (the grid shows a blob's size, the model a
+# cut-down cell); the bound keeps zeroblob()/randomblob() rows cheap enough that the time limit,
+# checked between rows, still holds.
+MAX_VALUE_BYTES = 64 * 1024 * 1024
+# Bytes of values one result (execute, or all pages of a cursor) may hold in memory: rows, not
+# just values, can otherwise fill memory (1,000 rows of zeroblob(6e7)).
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+# The longest statement accepted, in characters.  Longer text is refused before anything parses
+# it: the keyword pre-check and SQLite's parser would otherwise spend seconds (or gigabytes) on it
+# outside the time limit, and nobody types or generates a megabyte of SQL to ask a question.
+MAX_SQL_CHARS = 1_000_000
 CLOSE_WAIT_S = 2.0
 _TRAILING_SEMICOLONS = re.compile(r";[\s;]*\Z")
 
@@ -78,6 +93,42 @@ class _Link:
     # Paged cursors still open on this connection: it outlives its thread until they close
     # (the grid fetches pages on the GUI thread from a cursor a pool thread started).
     open_cursors: int = 0
+    # The bounded printf of this connection (None where it could not be installed); it must live
+    # as long as the connection, which calls into it.
+    printf: PrintfGuard | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.printf is not None:
+            self.printf.close()
+
+
+def value_bytes(row: tuple[Any, ...]) -> int:
+    """Roughly the memory a row's values take: text and blob lengths, 8 bytes for anything else."""
+    return sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
+
+
+def fetch_within(cursor: sqlite3.Cursor, count: int, budget: int) -> tuple[list[tuple[Any, ...]], int]:
+    """Up to ``count`` rows of ``cursor`` and their ``value_bytes``; raise past ``budget`` bytes.
+
+    Rows are fetched one by one so that the check runs before the next row is made, and the
+    ``ResultTooLarge`` leaves nothing big behind.
+    """
+    rows: list[tuple[Any, ...]] = []
+    used = 0
+    for _ in range(count):
+        row = cursor.fetchone()
+        if row is None:
+            break
+        used += value_bytes(row)
+        if used > budget:
+            rows.clear()
+            raise ResultTooLarge(
+                f"the result holds more than {MAX_RESULT_BYTES // (1024 * 1024)} MB of values and was "
+                "stopped; select fewer rows or columns, or length()/substr() of large values"
+            )
+        rows.append(row)
+    return rows, used
 
 
 def _decode_text(raw: bytes) -> str:
@@ -133,7 +184,7 @@ class ReadOnlyDatabase:
             cursor = link.conn.execute(prepare_text(sql), tuple(params))
             try:
                 columns = [d[0] for d in cursor.description or ()]
-                fetched = cursor.fetchmany(max_rows + 1) if columns else []
+                fetched = fetch_within(cursor, max_rows + 1, MAX_RESULT_BYTES)[0] if columns else []
             finally:
                 cursor.close()
         truncated = len(fetched) > max_rows
@@ -176,7 +227,7 @@ class ReadOnlyDatabase:
         while any(link.busy for link in links) and time.monotonic() < deadline:
             time.sleep(0.002)
         for link in links:
-            link.conn.close()
+            link.close()
 
     def __enter__(self) -> ReadOnlyDatabase:
         return self
@@ -202,7 +253,7 @@ class ReadOnlyDatabase:
             ]
             stale = [self._links.pop(k) for k in dead]
         for old in stale:
-            old.conn.close()
+            old.close()
         link = self._connect()
         with self._lock:
             self._links[key] = link
@@ -213,7 +264,11 @@ class ReadOnlyDatabase:
         guard = ReadOnlyGuard()
         link = _Link(conn=conn, guard=guard, thread=weakref.ref(threading.current_thread()))
         conn.set_authorizer(guard)
-        conn.set_progress_handler(self._progress_check(link), PROGRESS_STEPS)
+        check = self._progress_check(link)
+        conn.set_progress_handler(check, PROGRESS_STEPS)
+        link.printf = install_printf_guard(
+            conn, str(self.path.resolve()), lambda: bool(check()), MAX_VALUE_BYTES
+        )
         return link
 
     def _progress_check(self, link: _Link) -> Callable[[], int]:
@@ -235,6 +290,11 @@ class ReadOnlyDatabase:
         False for fetching more rows of a statement that already passed.
         """
         if new_statement:
+            if len(sql) > MAX_SQL_CHARS:
+                raise StatementTooLong(
+                    f"the statement is {len(sql):,} characters long, more than the "
+                    f"{MAX_SQL_CHARS:,} allowed; it was not run"
+                )
             refusal = refuse_by_keyword(sql)
             if refusal is not None:
                 raise QueryDenied(refusal)
@@ -300,6 +360,7 @@ def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     # zeroblob(1e9) and friends allocate in one step, where the progress handler cannot stop them.
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 4 * MAX_SQL_CHARS)  # UTF-8 bytes
     return conn
 
 

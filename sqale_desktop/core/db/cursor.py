@@ -12,7 +12,7 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from sqale_desktop.core.db.connection import prepare_text
+from sqale_desktop.core.db.connection import MAX_RESULT_BYTES, fetch_within, prepare_text
 
 if TYPE_CHECKING:
     from sqale_desktop.core.db.connection import ReadOnlyDatabase
@@ -33,6 +33,7 @@ class QueryCursor:
         self._link = db._link()
         self.max_rows = max_rows
         self.fetched = 0
+        self.bytes = 0  # value bytes handed out so far, held to MAX_RESULT_BYTES
         self.truncated = False
         self.exhausted = False
         self._cursor: sqlite3.Cursor | None = None
@@ -55,7 +56,9 @@ class QueryCursor:
         try:
             # One extra row when the page would reach the cap tells whether the cap cut anything.
             with self._db.operation(self._link, self._sql, new_statement=False):
-                rows: list[tuple[Any, ...]] = self._cursor.fetchmany(want + 1 if want == room else want)
+                rows, used = fetch_within(
+                    self._cursor, want + 1 if want == room else want, MAX_RESULT_BYTES - self.bytes
+                )
         except BaseException:
             self.close()
             raise
@@ -66,6 +69,7 @@ class QueryCursor:
         elif len(rows) < want:
             self.close()
         self.fetched += len(rows)
+        self.bytes += used
         return rows
 
     def close(self) -> None:

@@ -38,3 +38,11 @@ class QueryInterrupted(DatabaseError):
 
 class QueryFailed(DatabaseError):
     """SQLite rejected or could not run the statement (syntax error, no such column, ...)."""
+
+
+class StatementTooLong(QueryFailed):
+    """The statement's text is longer than any question needs; refused before it is parsed."""
+
+
+class ResultTooLarge(QueryFailed):
+    """The rows made so far hold more bytes than one result may keep in memory."""

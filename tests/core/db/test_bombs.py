@@ -1,0 +1,158 @@
+"""Statements that spend their time or memory inside one C call: each ends cleanly, quickly.
+
+Without the bounds these ran for minutes (printf's repeat loop ignores the progress handler),
+filled gigabytes (rows of zeroblob) or spent minutes in the keyword pre-check (huge text).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, open_readonly
+from sqale_desktop.core.db.connection import MAX_SQL_CHARS
+from sqale_desktop.core.db.errors import ResultTooLarge, StatementTooLong
+from sqale_desktop.core.db.guard import leading_words, refuse_by_keyword
+from sqale_desktop.core.db.printf_guard import PRINTF_WIDTH_BUDGET, requested_width
+from sqale_desktop.core.tools.toolbox import ToolBox
+
+PRINTF_BOMB = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 5) "
+    "SELECT count(printf('%.*c', 2147483647-x, 'x')) FROM c"
+)
+ZEROBLOB_ROWS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) "
+    "SELECT zeroblob(60000000) FROM c"
+)
+PLAIN_PRINTF = [
+    "SELECT printf('%05d|%-6s|%.3c|%8.2f|%x|%q|%Q|%%', 42, 'ab', '*', 3.14159, 255, 'it''s', NULL)",
+    "SELECT format('%s has %d rows', 'Artist', 275)",
+    "SELECT printf('%*d|%-*s|', 6, 7, 4, 'z')",
+    "SELECT printf(NULL), printf('%s'), printf('%d', 'x'), printf('%.2f', '3.5abc')",
+    "SELECT printf('%,d and %!.20g', 1234567, 0.1)",
+]
+
+
+@pytest.fixture
+def bombs(tmp_path: Path) -> Path:
+    """A database whose views hold the bombs, as a hostile file would."""
+    path = tmp_path / "bombs.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.execute("INSERT INTO t VALUES (1), (2)")
+    conn.execute(f"CREATE VIEW printf_bomb AS {PRINTF_BOMB}")
+    conn.execute(f"CREATE VIEW zeroblob_rows AS {ZEROBLOB_ROWS}")
+    conn.execute("CREATE VIEW padded AS SELECT printf('%04d-%s', x, 'a') AS p FROM t")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_printf_width_bomb_is_refused_at_once(bombs: Path) -> None:
+    with open_readonly(bombs, time_limit_s=1) as db:
+        with pytest.raises(QueryFailed, match="printf\\(\\) asks for 2,147,483,646 characters"):
+            db.execute(PRINTF_BOMB)
+        assert db.execute("SELECT 1").rows == [(1,)]
+
+
+def test_printf_bomb_inside_a_view_is_refused_through_sample_rows(bombs: Path) -> None:
+    with open_readonly(bombs, time_limit_s=1) as db:
+        output = ToolBox(db).call("sample_rows", {"table_name": "printf_bomb"})
+        assert not output.ok
+        assert "printf() asks for" in output.text
+
+
+@pytest.mark.parametrize("sql", PLAIN_PRINTF)
+def test_ordinary_printf_gives_exactly_what_sqlite_gives(bombs: Path, sql: str) -> None:
+    plain = sqlite3.connect(":memory:")
+    expected = plain.execute(sql).fetchall()
+    plain.close()
+    with open_readonly(bombs) as db:
+        assert db.execute(sql).rows == expected
+
+
+def test_printf_in_a_view_still_works(bombs: Path) -> None:
+    # trusted_schema stays off; the replacement is registered innocuous so views may call it.
+    with open_readonly(bombs) as db:
+        assert db.execute("SELECT p FROM padded").rows == [("0001-a",), ("0002-a",)]
+
+
+def test_requested_width_counts_every_width_and_precision() -> None:
+    assert requested_width(["%d", 5]) == 0
+    assert requested_width(["%.*c", 2147483647, "x"]) == 2147483647
+    assert requested_width(["%*.*c", -10, 20, "x"]) == 30
+    assert requested_width(["%5d%.3s%%", 1, "abc"]) == 8
+    assert requested_width(["%.*c", "2.1e9 wide", "x"]) > PRINTF_WIDTH_BUDGET
+    assert requested_width(["%99999999999999999999c", "x"]) > PRINTF_WIDTH_BUDGET
+    assert requested_width([None]) == 0
+    many = "%100000c" * 20
+    assert requested_width([many] + ["x"] * 20) == 2_000_000
+
+
+def test_a_stream_of_allowed_printf_calls_still_meets_the_time_limit(bombs: Path) -> None:
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+        f"SELECT count(printf('%.*c', {PRINTF_WIDTH_BUDGET}, 'x')) FROM c"
+    )
+    with open_readonly(bombs, time_limit_s=0.3) as db, pytest.raises(QueryTimeout):
+        db.execute(sql)
+
+
+def test_stop_ends_a_printf_heavy_statement(bombs: Path) -> None:
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+        f"SELECT count(printf('%.*c', {PRINTF_WIDTH_BUDGET}, 'x')) FROM c"
+    )
+    errors: list[BaseException] = []
+    with open_readonly(bombs, time_limit_s=60) as db:
+
+        def work() -> None:
+            try:
+                db.execute(sql)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        while not db.busy:
+            time.sleep(0.005)
+        db.interrupt()
+        thread.join(timeout=30)
+    assert [type(e) for e in errors] == [QueryInterrupted]
+
+
+def test_rows_of_huge_values_stop_at_the_result_budget(bombs: Path) -> None:
+    with open_readonly(bombs, time_limit_s=30) as db:
+        with pytest.raises(ResultTooLarge, match="more than 256 MB"):
+            db.execute(ZEROBLOB_ROWS)
+        with pytest.raises(ResultTooLarge):
+            db.execute("SELECT * FROM zeroblob_rows")
+        with db.cursor(ZEROBLOB_ROWS) as cursor, pytest.raises(ResultTooLarge):
+            for _ in range(10):
+                cursor.fetch_page(2)
+        assert db.execute("SELECT length(zeroblob(1000))").rows == [(1000,)]
+
+
+def test_a_single_value_over_the_length_limit_is_refused(bombs: Path) -> None:
+    with open_readonly(bombs) as db, pytest.raises(QueryFailed, match="too big"):
+        db.execute("SELECT zeroblob(200000000)")
+
+
+def test_giant_statements_are_refused_before_parsing(bombs: Path) -> None:
+    with open_readonly(bombs) as db:
+        with pytest.raises(StatementTooLong, match="1,000,000 allowed"):
+            db.execute(" " * (MAX_SQL_CHARS + 1) + "SELECT 1")
+        with pytest.raises(StatementTooLong):
+            db.execute("SELECT '" + "x" * MAX_SQL_CHARS + "'")
+        assert db.execute("SELECT '" + "x" * 900_000 + "'").row_count == 1
+
+
+def test_the_keyword_check_reads_only_the_start_of_long_text() -> None:
+    padding = " \n" * 450_000 + "/*" + "c" * 10_000 + "*/ -- note\n"
+    assert leading_words(padding + "insert into t values (1)", 2) == ["INSERT", "INTO"]
+    assert refuse_by_keyword(padding + "DROP TABLE IF EXISTS t") == "read-only: DROP TABLE is not allowed"
+    assert leading_words("/* never closed " + "x" * 100_000) == []
