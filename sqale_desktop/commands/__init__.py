@@ -17,7 +17,7 @@ EXIT_USAGE = 2  # bad usage, as argparse itself exits
 
 # Modules are listed here rather than discovered so that a missing one is an import error, not a
 # silently absent command.
-COMMAND_MODULES = ("db_commands", "agent_commands", "model_commands", "convert_command")
+COMMAND_MODULES = ("db_commands", "agent_commands", "model_commands", "convert_command", "eval_command")
 
 
 def register_all(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -1,0 +1,210 @@
+"""Question sets: the project's plain list, Spider, BIRD and the SQaLe release, read into one shape.
+
+* ``plain``: ``questions.json`` (a JSON list) or ``.jsonl`` of ``{id, db_id, db_path, question,
+  gold_sql}``, ``db_path`` relative to the file (``../shared/data/text2sql/*/questions.json``).
+* ``spider``: Spider's ``dev.json`` (``db_id``, ``question``, ``query``) next to a ``database/``
+  folder holding ``<db_id>/<db_id>.sqlite``; ids are positions in the file.
+* ``bird``: BIRD's ``dev.json`` (``question_id``, ``db_id``, ``question``, ``evidence``, ``SQL``)
+  next to ``dev_databases/<db_id>/<db_id>.sqlite``.  The evidence is appended the way SQaLe's
+  ``evidence_supported`` phrasing does it, ``<question>, evidence: <evidence>``, and the set
+  records that choice in ``phrasing``.
+* ``sqale``: the SQaLe release's Queries and Schemas parquet files (see :mod:`.sqale_release`).
+
+A question whose database file is missing is skipped and counted in ``notes``: a question set
+copied without all of its databases (as ``../shared/data`` holds 972 of Spider's 1,034 dev
+questions) is still usable, and the skipped count says how much of it was measured.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Format = Literal["plain", "spider", "bird", "sqale"]
+FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale")
+BIRD_PHRASING = "evidence_supported"
+
+
+class QuestionSetError(Exception):
+    """A question set that cannot be read; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """One question: ``id`` is kept as the source spells it (an int for the plain Spider list)."""
+
+    id: Any
+    db_id: str
+    db_path: Path
+    question: str
+    gold_sql: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The id as text: predictions and resumed runs are matched on it."""
+        return str(self.id)
+
+
+@dataclass
+class QuestionSet:
+    """Questions read from ``source`` in ``format``; ``notes`` say what was skipped and why."""
+
+    source: str
+    format: Format
+    questions: list[EvalQuestion]
+    phrasing: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def select(self, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> None:
+        """Keep a random ``sample`` (seeded, in file order) and/or the first ``limit`` questions."""
+        if sample is not None and sample < len(self.questions):
+            chosen = sorted(random.Random(seed).sample(range(len(self.questions)), sample))
+            self.questions = [self.questions[i] for i in chosen]
+        if limit is not None:
+            self.questions = self.questions[:limit]
+
+
+def detect_format(path: Path) -> Format:
+    """Guess the format from the file (or folder) ``path``."""
+    if path.is_dir():
+        for name in ("questions.json", "questions.jsonl", "dev.json"):
+            if (path / name).is_file():
+                return detect_format(path / name)
+        if any(path.rglob("*.parquet")):
+            return "sqale"
+        raise QuestionSetError(f"{path}: no questions.json, dev.json or parquet files in this folder")
+    if path.suffix == ".parquet":
+        return "sqale"
+    first = _first_record(path)
+    if "gold_sql" in first and "db_path" in first:
+        return "plain"
+    if "SQL" in first and "db_id" in first:
+        return "bird"
+    if "query" in first and "db_id" in first:
+        return "spider"
+    raise QuestionSetError(
+        f"{path}: cannot tell the format (expected gold_sql/db_path, Spider's query/db_id "
+        "or BIRD's SQL/db_id)"
+    )
+
+
+def load_question_set(
+    source: str | Path,
+    fmt: Format | None = None,
+    *,
+    phrasing: str = BIRD_PHRASING,
+    schemas: str | Path | None = None,
+    split: str = "test",
+) -> QuestionSet:
+    """Read a question set; ``phrasing``, ``schemas`` and ``split`` apply to the SQaLe release."""
+    from sqale_desktop.core.eval import sqale_release
+
+    text = str(source)
+    path = Path(text).expanduser()
+    if not path.exists():
+        if fmt in (None, "sqale") and sqale_release.is_hub_id(text):
+            return sqale_release.load(text, schemas=schemas, phrasing=phrasing, split=split)
+        raise QuestionSetError(f"{text}: no such file or folder")
+    fmt = fmt or detect_format(path)
+    if fmt == "sqale":
+        return sqale_release.load(text, schemas=schemas, phrasing=phrasing, split=split)
+    if path.is_dir():
+        candidates = [path / "questions.json", path / "questions.jsonl", path / "dev.json"]
+        path = next((c for c in candidates if c.is_file()), path / "dev.json")
+    records = _records(path)
+    if fmt == "plain":
+        return _plain(path, records)
+    if fmt == "spider":
+        return _spider(path, records)
+    return _bird(path, records)
+
+
+def _plain(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
+    questions = []
+    for index, rec in enumerate(records):
+        _require(rec, ("id", "db_path", "question", "gold_sql"), path, index)
+        db_path = (path.parent / str(rec["db_path"])).resolve()
+        db_id = str(rec.get("db_id") or db_path.stem)
+        extra = {k: v for k, v in rec.items() if k not in ("id", "db_id", "db_path", "question", "gold_sql")}
+        questions.append(
+            EvalQuestion(rec["id"], db_id, db_path, str(rec["question"]), str(rec["gold_sql"]), extra)
+        )
+    return _finish(QuestionSet(str(path), "plain", questions))
+
+
+def _spider(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
+    root = path.parent / "database"
+    questions = []
+    for index, rec in enumerate(records):
+        _require(rec, ("db_id", "question", "query"), path, index)
+        db_id = str(rec["db_id"])
+        db_path = (root / db_id / f"{db_id}.sqlite").resolve()
+        questions.append(EvalQuestion(index, db_id, db_path, str(rec["question"]), str(rec["query"])))
+    return _finish(QuestionSet(str(path), "spider", questions))
+
+
+def _bird(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
+    root = path.parent / "dev_databases"
+    questions = []
+    for index, rec in enumerate(records):
+        _require(rec, ("db_id", "question", "SQL"), path, index)
+        db_id = str(rec["db_id"])
+        db_path = (root / db_id / f"{db_id}.sqlite").resolve()
+        evidence = str(rec.get("evidence") or "").strip()
+        text = str(rec["question"])
+        if evidence:
+            text = f"{text}, evidence: {evidence}"
+        extra = {"difficulty": rec["difficulty"]} if "difficulty" in rec else {}
+        qid = rec.get("question_id", index)
+        questions.append(EvalQuestion(qid, db_id, db_path, text, str(rec["SQL"]), extra))
+    return _finish(QuestionSet(str(path), "bird", questions, phrasing=BIRD_PHRASING))
+
+
+def _finish(qset: QuestionSet) -> QuestionSet:
+    kept = [q for q in qset.questions if q.db_path.is_file()]
+    missing = len(qset.questions) - len(kept)
+    if missing:
+        dbs = len({q.db_id for q in qset.questions if not q.db_path.is_file()})
+        qset.notes.append(f"{missing} questions skipped: their database file is missing ({dbs} databases)")
+    qset.questions = kept
+    return qset
+
+
+def _require(rec: Any, keys: Sequence[str], path: Path, index: int) -> None:
+    if not isinstance(rec, dict):
+        raise QuestionSetError(f"{path}: entry {index} is not a JSON object")
+    missing = [k for k in keys if k not in rec]
+    if missing:
+        raise QuestionSetError(f"{path}: entry {index} lacks {', '.join(missing)}")
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise QuestionSetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise QuestionSetError(f"{path} is not UTF-8 text: {exc}") from None
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            data = json.loads(text)
+        else:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise QuestionSetError(f"{path} is not valid JSON or JSON Lines: {exc}") from None
+    if not isinstance(data, list):
+        raise QuestionSetError(f"{path}: expected a JSON list of questions")
+    return data
+
+
+def _first_record(path: Path) -> dict[str, Any]:
+    records = _records(path)
+    if not records or not isinstance(records[0], dict):
+        raise QuestionSetError(f"{path} holds no questions")
+    return records[0]
