@@ -18,6 +18,11 @@ back to the last query that ran without error, and so does a submitted query tha
 execute (training ended the episode there too; the fallback gives the user a working answer).
 The chosen query is run once more, read-only, and its rows are the episode's ``result``.
 
+Tool time: the calls of one turn share ``turn_tool_seconds`` (30 s) of wall-clock time.  A call
+still running when it is spent is stopped (its query interrupted), and the calls after it are not
+run; the model reads why for each, so it can ask again next turn.  ``submit_sql`` always runs.
+Normal calls take milliseconds, so normal episodes never meet this budget.
+
 Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`, which also interrupts the
 database so a long query stops at once); the loop checks it between tokens, before each tool call
 and after each query.
@@ -54,7 +59,7 @@ from sqale_desktop.core.agent.events import (
 from sqale_desktop.core.agent.parser import ParsedCall, extract_final_sql, parse_completion, split_think
 from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
-from sqale_desktop.core.engines.base import Engine, EngineSession
+from sqale_desktop.core.engines.base import Engine, EngineSession, valid_text
 from sqale_desktop.core.engines.text_session import count_tokens
 from sqale_desktop.core.tools.payloads import RowsPayload, SubmittedPayload
 
@@ -66,6 +71,25 @@ NO_CALL_MESSAGE = (
 )
 SUBMITTED_MESSAGE = "SQL submitted."
 RESULT_ROWS = 1000
+DEFAULT_TURN_TOOL_SECONDS = 30.0
+
+
+def skipped_call_message(budget_s: float) -> str:
+    """What the model reads for a call not run because the turn's tool time was spent."""
+    return (
+        f"Error: not run: the tool calls of this turn used up their {budget_s:g} s time budget. "
+        "Call it again in your next turn if you still need it."
+    )
+
+
+def stopped_call_message(budget_s: float) -> str:
+    """What the model reads for a call stopped when the turn's tool time ran out under it."""
+    return (
+        f"Error: stopped: the tool calls of this turn ran past their {budget_s:g} s time budget. "
+        "Try a cheaper query (add a LIMIT or a WHERE) in your next turn."
+    )
+
+
 _WATCH_S = 0.02  # how often a running query checks the Stop flag (through a watcher thread)
 
 
@@ -139,14 +163,19 @@ def run_episode(
     db_label: str | None = None,
     result_rows: int = RESULT_ROWS,
     clock: Callable[[], float] = time.perf_counter,
+    turn_tool_seconds: float = DEFAULT_TURN_TOOL_SECONDS,
 ) -> Iterator[Event]:
     """Run one episode, yielding its events; the last one is always :class:`EpisodeEnded`.
 
     Never raises for known conditions: an engine or tool failure ends the episode with
     ``ended_by="error"`` and the message in ``episode.error`` (bugs are also logged with their
-    traceback).  Closing the generator early closes the engine session.
+    traceback).  Closing the generator early closes the engine session.  ``turn_tool_seconds``:
+    the wall-clock budget of one turn's tool calls (see the module docstring).
     """
+    if not turn_tool_seconds > 0:
+        raise ValueError("turn_tool_seconds must be positive")
     protocol = protocol or AgentProtocol()
+    question = valid_text(question)  # it may come from a command line holding undecodable bytes
     cancel = cancel or threading.Event()
     label = db_label if db_label is not None else str(getattr(db, "path", ""))
     episode = Episode(question=question, db=label, prompt_source=protocol.prompt_source)
@@ -157,6 +186,7 @@ def run_episode(
         opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
         session = engine.new_session(protocol.prompt_head(question) + opener)
         run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+        run.turn_tool_seconds = turn_tool_seconds
         yield from run.turns()
     except _Cancelled:
         episode.ended_by, episode.sql, episode.result = "cancelled", None, None
@@ -194,6 +224,7 @@ class _Run:
     result_rows: int
     clock: Callable[[], float]
     stopper: _QueryStopper
+    turn_tool_seconds: float = DEFAULT_TURN_TOOL_SECONDS
     tool_turns_used: int = 0
     consecutive_query_errors: int = 0
     last_working_sql: str | None = None
@@ -312,6 +343,7 @@ class _Run:
         if not calls:
             outputs.append(NO_CALL_MESSAGE)
             return None
+        budget_ends = time.monotonic() + self.turn_tool_seconds
         for index, call in enumerate(calls):
             self.check_cancel()
             yield ToolCalled(turn=turn, index=index, tool=call.tool, args=dict(call.args))
@@ -319,8 +351,11 @@ class _Run:
             started = self.clock()
             payload: Any = None
             submitted: tuple[str, QueryResultData] | None = None
+            over_budget = False
             if call.error is not None:
                 text, ok = f"Error: {call.error}", False
+            elif call.tool != "submit_sql" and time.monotonic() >= budget_ends:
+                text, ok, over_budget = skipped_call_message(self.turn_tool_seconds), False, True
             elif call.tool == "submit_sql":
                 sql = str(call.args["sql"])
                 result = self.rerun(sql)
@@ -329,9 +364,13 @@ class _Run:
                 text = SUBMITTED_MESSAGE if ok else f"Error: {result.error}"
                 payload = _submitted_payload(sql, result) if ok else None
             else:
-                with self.stopper.running():
+                with self.stopper.running(budget_ends) as watch:
                     output = self.toolbox.call(call.tool, dict(call.args))
                 text, ok, payload = output.text, output.ok, output.payload
+                # a call that finished despite the interrupt keeps its result
+                if watch.deadline_hit and not ok and not self.cancel.is_set():
+                    text, ok, payload = stopped_call_message(self.turn_tool_seconds), False, None
+                    over_budget = True
             seconds = self.clock() - started
             self.check_cancel()
             record.calls.append(
@@ -341,7 +380,7 @@ class _Run:
                 turn=turn, index=index, tool=call.tool, output=text, ok=ok, seconds=seconds, payload=payload
             )
             outputs.append(text)
-            if call.tool == "run_query":
+            if call.tool == "run_query" and not over_budget:
                 if ok:
                     self.consecutive_query_errors = 0
                     self.last_working_sql = str(call.args["sql"])
@@ -407,18 +446,26 @@ class _QueryStopper:
         self._active = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
+        self._current: _Watch | None = None
 
     @contextmanager
-    def running(self) -> Iterator[None]:
-        """Mark a query as running for the duration of the ``with`` block."""
+    def running(self, deadline: float | None = None) -> Iterator[_Watch]:
+        """Mark a query as running for the duration of the ``with`` block.
+
+        ``deadline`` (``time.monotonic()``): interrupt the query then too; the yielded watch's
+        ``deadline_hit`` says afterwards whether that happened.
+        """
         if self._thread is None:
             self._thread = threading.Thread(target=self._watch, name="episode-interrupt", daemon=True)
             self._thread.start()
+        watch = _Watch(deadline)
+        self._current = watch
         self._active.set()
         try:
-            yield
+            yield watch
         finally:
             self._active.clear()
+            self._current = None
 
     def finish(self) -> None:
         """The episode is over: the watcher thread ends within ``_WATCH_S``."""
@@ -426,10 +473,23 @@ class _QueryStopper:
 
     def _watch(self) -> None:
         while not self._finished.is_set():
-            if self._cancel.wait(_WATCH_S) and self._active.is_set():
+            cancelled = self._cancel.wait(_WATCH_S)
+            watch = self._current
+            late = watch is not None and watch.deadline is not None and time.monotonic() >= watch.deadline
+            if (cancelled or late) and self._active.is_set():
+                if late and watch is not None:
+                    watch.deadline_hit = True
                 # a late interrupt() stops nothing: it only affects statements already running
                 self._db.interrupt()
                 self._finished.wait(_WATCH_S)
+
+
+@dataclass
+class _Watch:
+    """One watched query: its deadline, and whether the watcher stopped it for passing it."""
+
+    deadline: float | None
+    deadline_hit: bool = False
 
 
 def _submitted_payload(sql: str, result: QueryResultData) -> SubmittedPayload:

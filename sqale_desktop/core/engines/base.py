@@ -9,12 +9,27 @@ and plays back scripted completions.  The loop never rebuilds a prompt from a me
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 FinishReason = Literal["stop", "length", "cancelled"]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that it encodes as UTF-8.
+
+    JSON allows ``"\\ud800"`` and a server may send it; a command line may carry undecodable
+    bytes as surrogates.  Such text passes through Python but fails at the first strict encode (the
+    history's SQLite, ``--json`` output, the window), so it is cleaned once where it enters the
+    core: in the engines, for what they generate and what is appended to a prompt.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
 
 END_OF_TURN = "<|im_end|>"
 STOP_STRINGS: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")

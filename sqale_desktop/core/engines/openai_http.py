@@ -35,6 +35,7 @@ from sqale_desktop.core.engines.base import (
     STOP_STRINGS,
     EngineError,
     SamplingParams,
+    valid_text,
 )
 from sqale_desktop.core.engines.text_session import TextPromptSession, count_tokens
 
@@ -187,8 +188,8 @@ class OpenAISession(TextPromptSession):
                     raise EngineError(engine.redact(f"the server reported an error: {_message(event)}"))
                 if isinstance(event.get("usage"), dict):
                     usage = event["usage"]
-                for choice in event.get("choices") or ():
-                    text = choice.get("text") or ""
+                for choice in _choices(event):
+                    text = valid_text(_choice_text(choice))
                     if text:
                         chunks += 1
                         self._parts.append(text)
@@ -266,6 +267,29 @@ def _events(response: http.client.HTTPResponse, cancel: threading.Event) -> Iter
             continue
         if isinstance(event, dict):
             yield event
+
+
+def _malformed(what: str) -> EngineError:
+    return EngineError(f"the server sent a malformed response: {what}")
+
+
+def _choices(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The event's ``choices``, checked: a list of objects (or nothing)."""
+    choices = event.get("choices")
+    if choices is None:
+        return []
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise _malformed(f"'choices' is not a list of objects ({json.dumps(choices)[:100]})")
+    return choices
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    text = choice.get("text")
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise _malformed(f"a choice's 'text' is {type(text).__name__}, not a string")
+    return text
 
 
 def _watch(sock: socket.socket | None, cancel: threading.Event, done: threading.Event) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sqale_desktop.core.engines.base import END_OF_TURN, EngineStats, FinishReason
+from sqale_desktop.core.engines.base import END_OF_TURN, EngineStats, FinishReason, valid_text
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 
@@ -28,6 +28,7 @@ class TextPromptSession:
     """
 
     def __init__(self, prompt: str, *, evaluates_appends: bool) -> None:
+        prompt = valid_text(prompt)
         self._parts = [prompt]
         self._stats = EngineStats()
         self._finish: FinishReason = "stop"
@@ -47,6 +48,7 @@ class TextPromptSession:
         return self._finish
 
     def append(self, text: str) -> None:
+        text = valid_text(text)
         self._parts.append(text)
         self._count(text)
 

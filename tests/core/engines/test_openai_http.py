@@ -36,6 +36,7 @@ class Script:
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    raw_events: list[Any] | None = None  # sent as they are (hostile servers), instead of completions
 
 
 def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
@@ -73,6 +74,13 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
+            if script.raw_events is not None:
+                for raw in script.raw_events:
+                    self.wfile.write(b"data: " + json.dumps(raw).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+                return
             try:
                 for number, chunk in enumerate(chunks):
                     self._event({"choices": [{"index": 0, "text": chunk, "finish_reason": None}]})
@@ -257,3 +265,49 @@ class socket_closed_port:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"choices": [{"text": 5}]},
+        {"choices": ["text"]},
+        {"choices": {"text": "x"}},
+        {"choices": [{"text": ["a"]}]},
+    ],
+)
+def test_a_malformed_chunk_ends_the_episode_with_an_error(
+    server: tuple[str, Script], chinook: Path, raw: Any
+) -> None:
+    url, script = server
+    script.raw_events = [{"choices": [{"text": "Fine so far "}]}, raw]
+    with open_readonly(chinook) as db:
+        events = list(run_episode("How many genres?", db, ToolBox(db), OpenAIEngine(url, model="m")))
+    last = events[-1]
+    assert isinstance(last, EpisodeEnded)
+    assert last.episode.ended_by == "error"
+    assert "malformed" in (last.episode.error or "")
+
+
+def test_lone_surrogates_from_a_server_become_replacement_characters(
+    server: tuple[str, Script], chinook: Path, tmp_path: Path
+) -> None:
+    from sqale_desktop.core.history import History
+
+    url, script = server
+    text = "Odd \ud800 text.\n</think>\n\n" + '{"tool": "submit_sql", "args": {"sql": "SELECT 1 -- \udfff"}}'
+    script.raw_events = [{"choices": [{"text": text}]}]
+    with open_readonly(chinook) as db:
+        events = list(run_episode("Why \udcff?", db, ToolBox(db), OpenAIEngine(url, model="m")))
+    last = events[-1]
+    assert isinstance(last, EpisodeEnded)
+    episode = last.episode
+    for value in (episode.prompt, episode.sql or "", episode.turns[0].completion, episode.question):
+        value.encode("utf-8")  # strict: no lone surrogate left anywhere
+    assert "Odd \ufffd text." in episode.turns[0].completion
+    history = History(tmp_path / "history.sqlite")
+    conversation = history.conversation_for(chinook)
+    entry = history.add_question(conversation.id, episode.question)
+    history.finish_episode(entry, episode)
+    saved = history.entry(entry)
+    assert saved.episode is not None and saved.episode.sql == episode.sql
