@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqale_desktop.core.db.errors import (
     CorruptDatabase,
     DatabaseError,
+    DatabaseLocked,
     DatabaseUnreadable,
     NotADatabase,
     QueryDenied,
@@ -65,6 +66,10 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024
 # outside the time limit, and nobody types or generates a megabyte of SQL to ask a question.
 MAX_SQL_CHARS = 1_000_000
 CLOSE_WAIT_S = 2.0
+# How often a statement that finds the file locked by another program tries again.  SQLite's own
+# busy handler would wait inside one C call, deaf to Stop; retrying here keeps Stop and the time
+# limit in charge, so the connection's busy timeout is 0.
+LOCK_RETRY_S = 0.05
 _TRAILING_SEMICOLONS = re.compile(r";[\s;]*\Z")
 
 
@@ -181,7 +186,7 @@ class ReadOnlyDatabase:
         link = self._link()
         started = time.perf_counter()
         with self.operation(link, sql):
-            cursor = link.conn.execute(prepare_text(sql), tuple(params))
+            cursor = self.start(link, sql, params)
             try:
                 columns = [d[0] for d in cursor.description or ()]
                 fetched = fetch_within(cursor, max_rows + 1, MAX_RESULT_BYTES)[0] if columns else []
@@ -312,6 +317,24 @@ class ReadOnlyDatabase:
         finally:
             link.busy = False
 
+    def start(self, link: _Link, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        """Prepare ``sql`` and step it once, trying again while another program holds the file locked.
+
+        Call inside ``operation()``.  Waiting ends at the statement's deadline or at Stop, as any
+        statement does; only the first step can find the file locked (a read keeps its lock).
+        """
+        while True:
+            try:
+                return link.conn.execute(prepare_text(sql), tuple(params))
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if self._generation != link.started_generation:
+                    raise QueryInterrupted("the query was cancelled") from None
+                if time.monotonic() + LOCK_RETRY_S > link.deadline:
+                    raise DatabaseLocked(locked_message(self.name, self._time_limit_s)) from None
+                time.sleep(LOCK_RETRY_S)
+
     def _translate(self, exc: sqlite3.Error, link: _Link, sql: str) -> DatabaseError:
         message = str(exc)
         code = getattr(exc, "sqlite_errorname", "") or ""
@@ -333,12 +356,42 @@ class ReadOnlyDatabase:
             return CorruptDatabase(f"{self.name} is corrupt: {message}")
         if code == "SQLITE_NOTADB":
             return NotADatabase(f"{self.name} is not a SQLite database ({message})")
+        if code == "SQLITE_READONLY_ROLLBACK":
+            return DatabaseUnreadable(hot_journal_message(str(self.path)))
         keyword = leading_keyword(sql)
         if keyword in WRITE_KEYWORDS or code.startswith("SQLITE_READONLY"):
             return QueryDenied(f"read-only: {keyword or 'writing'} is not allowed")
-        if code.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED")):
+        if _is_busy(exc):
+            return DatabaseLocked(locked_message(self.name, self._time_limit_s))
+        if code.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_LOCKED")):
             return DatabaseUnreadable(f"cannot read {self.name}: {message}")
         return QueryFailed(message)
+
+
+def hot_journal_message(name: str) -> str:
+    """The message for a file with a hot rollback journal: an unfinished transaction of another program.
+
+    Reading it needs that transaction rolled back, which is a write; an ``immutable`` read would
+    show the half-written pages as if committed, so the file is refused rather than misread.
+    """
+    return (
+        f"cannot open {name}: it has an unfinished transaction from another program (a hot "
+        f"journal, {Path(name).name}-journal), so it cannot be read safely read-only; open it once "
+        "in a program that may write to it (or let the other program finish) to roll it back"
+    )
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    return code.startswith("SQLITE_BUSY") or str(exc) == "database is locked"
+
+
+def locked_message(name: str, waited_s: float) -> str:
+    """The message for a file another program holds locked (writing, or exclusive locking mode)."""
+    return (
+        f"{name} is locked by another program that is writing to it or holds it exclusively "
+        f"(waited {waited_s:g} s); try again when that program has finished or closed it"
+    )
 
 
 def prepare_text(sql: str) -> str:
@@ -352,6 +405,7 @@ def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
         sqlite_uri(path, immutable=immutable),
         uri=True,
         isolation_level=None,
+        timeout=0,  # a locked file is retried in ReadOnlyDatabase.start, where Stop is heard
         check_same_thread=False,  # only so that close() and cursors may be used from another thread
     )
     conn.text_factory = _decode_text
@@ -372,28 +426,47 @@ def open_readonly(path: str | Path, *, time_limit_s: float = DEFAULT_TIME_LIMIT_
     immutable = facts.is_wal and not facts.shm_exists and not facts.folder_writable
     if not immutable:
         try:
-            _probe(path, immutable=False)
+            _probe(path, immutable=False, wait_s=time_limit_s)
+        except DatabaseLocked:
+            # Also a WAL database another program holds in locking_mode=EXCLUSIVE: its pages may
+            # be half checkpointed into the file, so an immutable read is not safe either.
+            raise
         except DatabaseUnreadable:
             if not facts.is_wal:
                 raise
-            immutable = True  # the -shm file could not be created after all
+            immutable = True  # the -shm file could not be created after all (a read-only mount)
     if immutable:
-        _probe(path, immutable=True)
+        _probe(path, immutable=True, wait_s=time_limit_s)
         notes.append(STALE_NOTE)
     return ReadOnlyDatabase(path, immutable=immutable, time_limit_s=time_limit_s, notes=notes)
 
 
-def _probe(path: Path, *, immutable: bool) -> None:
-    """Open once and read the schema, so that a bad file fails here with a clear message."""
+def _probe(path: Path, *, immutable: bool, wait_s: float) -> None:
+    """Open once and read the schema, so that a bad file fails here with a clear message.
+
+    A file locked by another program is tried again for up to ``wait_s`` (the time limit).
+    """
     name = str(path)
     try:
         conn = connect_readonly(path, immutable=immutable)
     except sqlite3.Error as exc:
         raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
+    deadline = time.monotonic() + wait_s
     try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        while True:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if time.monotonic() + LOCK_RETRY_S > deadline:
+                    raise DatabaseLocked(locked_message(name, wait_s)) from None
+                time.sleep(LOCK_RETRY_S)
     except sqlite3.Error as exc:
         code = getattr(exc, "sqlite_errorname", "") or ""
+        if code == "SQLITE_READONLY_ROLLBACK":
+            raise DatabaseUnreadable(hot_journal_message(name)) from None
         if code == "SQLITE_NOTADB":
             raise NotADatabase(f"{name} is not a SQLite database ({exc})") from None
         if code.startswith("SQLITE_CORRUPT"):

@@ -12,7 +12,7 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from sqale_desktop.core.db.connection import MAX_RESULT_BYTES, fetch_within, prepare_text
+from sqale_desktop.core.db.connection import MAX_RESULT_BYTES, fetch_within
 
 if TYPE_CHECKING:
     from sqale_desktop.core.db.connection import ReadOnlyDatabase
@@ -38,7 +38,7 @@ class QueryCursor:
         self.exhausted = False
         self._cursor: sqlite3.Cursor | None = None
         with db.operation(self._link, sql):
-            self._cursor = self._link.conn.execute(prepare_text(sql))
+            self._cursor = db.start(self._link, sql)
         with db._lock:
             self._link.open_cursors += 1
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]

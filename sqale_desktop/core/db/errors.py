@@ -24,6 +24,10 @@ class DatabaseUnreadable(DatabaseError):
     """The file cannot be opened at all: missing, no permission, locked, unreadable folder."""
 
 
+class DatabaseLocked(DatabaseUnreadable):
+    """Another program holds the file locked (writing, or exclusive locking mode) past the time limit."""
+
+
 class QueryDenied(DatabaseError):
     """The statement would write or escape the read-only sandbox ("read-only: INSERT is not allowed")."""
 
