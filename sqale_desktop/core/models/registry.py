@@ -3,7 +3,13 @@
 A model is registered only after its file is complete and verified (a hub download's sha256
 matched the hub's; an imported file has the GGUF magic), so anything in the registry can be
 loaded without touching the network.  The file is small and rewritten atomically; a process-wide
-lock guards read-modify-write between threads (the UI's download worker and its main thread).
+lock guards read-modify-write between threads (the UI's download worker and its main thread),
+and a lock file (``models.json.lock``, through ``filelock``) between processes (two ``models
+import`` at once, the window and the CLI), so no writer can lose another's entry.
+
+A registered file can still change on disk after registration (re-downloaded by another tool,
+truncated, edited).  ``usable`` compares its size and modification time with the record and
+re-hashes it when they differ, refusing a file whose content no longer matches.
 """
 
 from __future__ import annotations
@@ -15,9 +21,13 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import filelock
 
 from sqale_desktop.core import paths
 from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
@@ -28,6 +38,7 @@ _LOCK = threading.RLock()
 """One lock for every Registry in the process: the UI, a download worker and a conversion worker
 may each hold their own instance of the same file."""
 REGISTRY_VERSION = 1
+LOCK_TIMEOUT_S = 30.0  # another process's registry write takes milliseconds; 30 s means it hangs
 
 Origin = Literal["hub", "import", "convert"]
 
@@ -52,6 +63,8 @@ class ModelRecord:
     source_checkpoint: str = ""
     extras: dict[str, str] = field(default_factory=dict)
     added_at: float = 0.0
+    # The file's st_mtime when it was registered (or last re-verified); 0 in older registries.
+    mtime: float = 0.0
 
     @property
     def name(self) -> str:
@@ -118,12 +131,48 @@ class Registry:
 
     def usable(self, preferred_id: str | None = None) -> ModelRecord | None:
         """The model to load: ``preferred_id`` (the settings' choice) when its file is there, else
-        the oldest registered model whose file is there; None when there is none."""
+        the oldest registered model whose file is there; None when there is none.
+
+        The chosen file is checked (``check_unchanged``): a file modified since it was registered
+        raises ``ModelChanged`` rather than being loaded.
+        """
+        record: ModelRecord | None = None
         if preferred_id:
-            record = self.find(preferred_id)
-            if record is not None and Path(record.path).is_file():
-                return record
-        return next((r for r in self.list() if Path(r.path).is_file()), None)
+            found = self.find(preferred_id)
+            if found is not None and Path(found.path).is_file():
+                record = found
+        if record is None:
+            record = next((r for r in self.list() if Path(r.path).is_file()), None)
+        return self.check_unchanged(record) if record is not None else None
+
+    def check_unchanged(self, record: ModelRecord, progress: HashProgress | None = None) -> ModelRecord:
+        """``record`` if its file is still the one registered; raise ``ModelChanged`` if not.
+
+        Size and modification time are compared first (free); only when they differ (or the
+        record predates modification times) is the file hashed again.  A file whose hash still
+        matches gets its new modification time recorded, so it is hashed once, not every time.
+        """
+        file_path = Path(record.path)
+        try:
+            info = file_path.stat()
+        except OSError as exc:
+            raise ModelChanged(f"Model {record.id}: cannot read {file_path}: {exc.strerror or exc}") from None
+        if info.st_size == record.size and record.mtime and info.st_mtime == record.mtime:
+            return record
+        if info.st_size != record.size:
+            raise ModelChanged(
+                _changed_message(record, f"its size is now {info.st_size:,} bytes, not {record.size:,}")
+            )
+        actual = sha256_file(file_path, progress)
+        if actual != record.sha256:
+            raise ModelChanged(_changed_message(record, f"its sha256 is now {actual}"))
+        updated = dataclasses.replace(record, mtime=info.st_mtime)
+        with self._writing():
+            records = self._read()
+            if records.get(record.id, None) is not None and records[record.id].sha256 == record.sha256:
+                records[record.id] = updated
+                self._write(records)
+        return updated
 
     def find_by_path(self, path: Path) -> ModelRecord | None:
         """The record for this file, if it is already registered (imports are idempotent)."""
@@ -133,7 +182,11 @@ class Registry:
 
     def add(self, record: ModelRecord) -> ModelRecord:
         """Register ``record``; its id is made unique (``-2``, ``-3``…) if already taken."""
-        with self._lock:
+        if not record.mtime:
+            # the file was just verified (hashed or fetched): this is the state it is trusted in
+            with suppress(OSError):
+                record = dataclasses.replace(record, mtime=Path(record.path).stat().st_mtime)
+        with self._writing():
             records = self._read()
             existing = next(
                 (r for r in records.values() if r.path == record.path and r.sha256 == record.sha256), None
@@ -152,7 +205,7 @@ class Registry:
 
     def remove(self, model_id: str) -> ModelRecord:
         """Forget a model.  The file stays where it is (it may be shared with other tools)."""
-        with self._lock:
+        with self._writing():
             records = self._read()
             if model_id not in records:
                 raise UnknownModel(f"No registered model with id {model_id!r}.")
@@ -199,6 +252,24 @@ class Registry:
             )
         return VerifyResult(record, True, f"OK: sha256 {actual}")
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold both locks for one read-modify-write: the threads' lock, then the processes' one."""
+        with self._lock:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(f"{self._path}.lock", timeout=LOCK_TIMEOUT_S)
+            try:
+                lock.acquire()
+            except filelock.Timeout:
+                raise ModelError(
+                    f"The model registry {self._path} stayed locked by another sqale-desktop process "
+                    f"for {LOCK_TIMEOUT_S:g} s; try again when it has finished."
+                ) from None
+            try:
+                yield
+            finally:
+                lock.release()
+
     def _unique_id(self, wanted: str, records: dict[str, ModelRecord]) -> str:
         candidate, n = wanted, 2
         while candidate in records:
@@ -236,6 +307,18 @@ class Registry:
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
             raise
+
+
+class ModelChanged(ModelError):
+    """A registered file is no longer the file that was registered (another tool changed it)."""
+
+
+def _changed_message(record: ModelRecord, what: str) -> str:
+    return (
+        f"Model {record.id} ({record.path}) was modified after it was registered: {what}. "
+        f"It is not loaded; check it with: sqale-desktop models verify {record.id}, then download "
+        "or import it again."
+    )
 
 
 def _record_from(item: dict[str, Any]) -> ModelRecord:
