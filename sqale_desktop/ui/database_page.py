@@ -13,7 +13,7 @@ from sqale_desktop.core.db.identifiers import quote_identifier
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.demo import DEMO_QUESTIONS, is_demo_database
 from sqale_desktop.ui.chat_pane import ChatPane
-from sqale_desktop.ui.schema_tree import SchemaModel, SchemaTree, count_rows_job
+from sqale_desktop.ui.schema_tree import SchemaBrowser, SchemaModel, count_rows_job
 from sqale_desktop.ui.sql_highlight import format_sql
 from sqale_desktop.ui.sql_panel import SqlPanel
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -47,8 +47,10 @@ class DatabasePage(QWidget):
 
         self.schema_model = SchemaModel(self)
         self.schema_model.set_schema(schema)
-        self.schema_tree = SchemaTree(self.schema_model, self)
+        self.schema_browser = SchemaBrowser(self.schema_model, self)
+        self.schema_tree = self.schema_browser.tree
         self.schema_tree.table_activated.connect(self.preview_table)
+        self.schema_tree.copy_requested.connect(self.copy_text)
         schema_box = QWidget(self)
         schema_layout = QVBoxLayout(schema_box)
         schema_layout.setContentsMargins(0, 0, 0, 0)
@@ -60,7 +62,7 @@ class DatabasePage(QWidget):
             note.setWordWrap(True)
             note.setObjectName("dbNote")
             schema_layout.addWidget(note)
-        schema_layout.addWidget(self.schema_tree, 1)
+        schema_layout.addWidget(self.schema_browser, 1)
 
         self.chat = ChatPane(self)
         if is_demo_database(db.path):

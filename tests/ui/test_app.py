@@ -79,7 +79,8 @@ def test_schema_model_passes_qtmodeltester(qtbot: Any, qtmodeltester: Any, sakil
     views = [n for n in names if model.item(names.index(n)).data(KIND_ROLE) == "view"]
     assert views and "(view)" in model.item(names.index(views[0])).text()
     model.set_row_count("film", 1000)
-    assert film.text() == "film  — 1,000 rows"
+    assert film.text() == "film"
+    assert model.item(names.index("film"), 1).text() == "1,000"
     qtmodeltester.check(model)
 
 

@@ -1,0 +1,235 @@
+"""The schema browser: natural order, the filter box over tables and columns, widths, the table menu."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from natsort import natsorted, ns
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QMenu
+
+from sqale_desktop.core.db.connection import open_readonly
+from sqale_desktop.core.db.introspect import ColumnInfo, Schema, TableInfo, load_schema
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.schema_tree import KIND_ROLE, TABLE_ROLE, SchemaBrowser, SchemaModel
+from sqale_desktop.ui.workers import TaskPool
+from tests.conftest import shared_data
+
+POWERLOG = "awkward/ios__powerlog_84E2141B.PLSQL.sqlite"
+
+
+def _table(name: str, *columns: str, kind: str = "table") -> TableInfo:
+    cols = [ColumnInfo(c, "TEXT", False, None, 0) for c in columns]
+    return TableInfo(name=name, kind=kind, sql=f'CREATE TABLE "{name}" (x)', columns=cols)
+
+
+def _schema() -> Schema:
+    return Schema(
+        [
+            _table("table10", "id"),
+            _table("Table2", "id", "customer_email"),
+            _table("table1", "id"),
+            _table("zeta", "Amount"),
+            _table("Apple", "id", "EMAIL"),
+            _table("orders_view", "total", kind="view"),
+        ]
+    )
+
+
+def _browser(qtbot: Any, schema: Schema) -> SchemaBrowser:
+    model = SchemaModel()
+    model.set_schema(schema)
+    browser = SchemaBrowser(model)
+    qtbot.addWidget(browser)
+    return browser
+
+
+def _names(browser: SchemaBrowser) -> list[str]:
+    return browser.visible_tables()
+
+
+def _children(browser: SchemaBrowser, table: str) -> list[str]:
+    proxy = browser.tree.proxy
+    parent = next(
+        proxy.index(r, 0) for r in range(proxy.rowCount()) if proxy.index(r, 0).data(TABLE_ROLE) == table
+    )
+    return [str(proxy.index(r, 0, parent).data(TABLE_ROLE)) for r in range(proxy.rowCount(parent))]
+
+
+def test_tables_sort_naturally_and_ignoring_case(qtbot: Any, qtmodeltester: Any) -> None:
+    browser = _browser(qtbot, _schema())
+    assert browser.model.tables() == ["Apple", "orders_view", "table1", "Table2", "table10", "zeta"]
+    assert _names(browser) == browser.model.tables()
+    # Columns keep the order they were declared in.
+    assert _children(browser, "Table2") == ["id", "customer_email"]
+    qtmodeltester.check(browser.model)
+    qtmodeltester.check(browser.tree.proxy)
+
+
+def test_filter_matches_table_names_and_column_names_in_any_case(qtbot: Any, qtmodeltester: Any) -> None:
+    browser = _browser(qtbot, _schema())
+    browser.show()
+    qtbot.keyClicks(browser.filter_box, "TABLE")
+    assert _names(browser) == ["table1", "Table2", "table10"]
+    # A table found by its name shows all of its columns.
+    assert _children(browser, "Table2") == ["id", "customer_email"]
+    assert browser.status.text() == "3 of 6 tables and views"
+
+    browser.filter_box.setText("email")
+    assert _names(browser) == ["Apple", "Table2"]
+    # A table found through a column shows just the matching columns, expanded.
+    assert _children(browser, "Apple") == ["EMAIL"]
+    assert _children(browser, "Table2") == ["customer_email"]
+    first = browser.tree.proxy.index(0, 0)
+    assert browser.tree.isExpanded(first)
+    qtmodeltester.check(browser.tree.proxy)
+
+    browser.filter_box.setText("nothing like it")
+    assert _names(browser) == []
+    assert browser.status.text() == "No table or column matches"
+    browser.filter_box.setText("a.b*[")  # not a pattern: matched as typed
+    assert _names(browser) == []
+    browser.filter_box.clear()
+    assert len(_names(browser)) == 6 and browser.status.isHidden()
+
+
+def test_ctrl_f_in_the_tree_goes_to_the_filter_and_escape_clears_it(qtbot: Any) -> None:
+    browser = _browser(qtbot, _schema())
+    browser.show()
+    browser.activateWindow()
+    qtbot.waitUntil(browser.isActiveWindow)
+    browser.tree.setFocus()
+    qtbot.keyClick(browser.tree, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert browser.filter_box.hasFocus()
+    qtbot.keyClicks(browser.filter_box, "zet")
+    assert _names(browser) == ["zeta"]
+    qtbot.keyClick(browser.filter_box, Qt.Key.Key_Escape)
+    assert browser.filter_box.text() == "" and len(_names(browser)) == 6
+
+
+def test_long_names_elide_in_the_middle_and_counts_stay_visible(qtbot: Any) -> None:
+    long_name = "PLBatteryAgent_EventBackward_BatteryConfigurationAndSomeMoreWords_" + "x" * 40
+    browser = _browser(qtbot, Schema([_table(long_name, "id"), _table("t", "id")]))
+    browser.model.set_row_count(long_name, 12_345_678)
+    browser.resize(180, 300)
+    browser.show()
+    qtbot.waitExposed(browser)
+    tree = browser.tree
+    assert tree.textElideMode() == Qt.TextElideMode.ElideMiddle
+    first = tree.proxy.index(0, 0)
+    assert first.data(Qt.ItemDataRole.ToolTipRole).startswith(long_name)
+    count = tree.proxy.index(0, 1)
+    assert count.data() == "12,345,678"
+    assert count.data(Qt.ItemDataRole.ToolTipRole) == "12,345,678 rows"
+    header = tree.header()
+    needed = tree.fontMetrics().horizontalAdvance("12,345,678")
+    assert header.sectionSize(1) >= needed
+    assert header.sectionPosition(1) + header.sectionSize(1) <= tree.viewport().width()
+
+
+def _page(qtbot: Any, path: Path) -> tuple[DatabasePage, TaskPool]:
+    pool = TaskPool()
+    db = open_readonly(path)
+    page = DatabasePage(db, load_schema(db), pool)
+    qtbot.addWidget(page)
+    return page, pool
+
+
+def _close(page: DatabasePage, pool: TaskPool) -> None:
+    page.close_database()
+    assert pool.shutdown()
+    page.release()
+
+
+def _action(menu: QMenu, text: str) -> QAction:
+    for action in menu.actions():
+        if action.text().startswith(text):
+            return action
+    raise AssertionError(f"no action {text!r} in {[a.text() for a in menu.actions()]}")
+
+
+def _index_of(page: DatabasePage, table: str) -> QModelIndex:
+    proxy = page.schema_tree.proxy
+    for row in range(proxy.rowCount()):
+        if proxy.index(row, 0).data(TABLE_ROLE) == table:
+            return proxy.index(row, 0)
+    raise AssertionError(table)
+
+
+def test_table_menu_copies_previews_and_shows_the_create_statement(qtbot: Any, northwind: Path) -> None:
+    page, pool = _page(qtbot, northwind)
+    try:
+        index = _index_of(page, "Order Details")
+        menu = page.schema_tree.menu_for(index)
+        assert menu is not None
+        assert [a.text() for a in menu.actions() if not a.isSeparator()] == [
+            "Preview rows",
+            "Copy name",
+            "Copy SELECT * … LIMIT 100",
+            "Show CREATE statement",
+        ]
+        _action(menu, "Copy name").trigger()
+        assert QGuiApplication.clipboard().text() == "Order Details"
+        _action(menu, "Copy SELECT").trigger()
+        assert QGuiApplication.clipboard().text() == 'SELECT * FROM "Order Details" LIMIT 100'
+
+        # A column's row offers the same, for its table.
+        column = page.schema_tree.proxy.index(0, 0, index)
+        assert column.data(KIND_ROLE) == "column"
+        column_menu = page.schema_tree.menu_for(column)
+        assert column_menu is not None
+        _action(column_menu, "Copy name").trigger()
+        assert QGuiApplication.clipboard().text() == "Order Details"
+
+        _action(menu, "Show CREATE statement").trigger()
+        dialog = page.schema_tree.create_dialog
+        assert dialog is not None and dialog.isVisible()
+        editor = dialog.findChild(object, "createStatement")
+        assert "CREATE TABLE" in editor.toPlainText() and "Order Details" in editor.toPlainText()
+        dialog.close()
+
+        with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+            _action(menu, "Preview rows").trigger()
+        assert '"Order Details"' in page.sql.editor.sql()
+        assert page.sql.model is not None and page.sql.model.rowCount() > 0
+        assert page.schema_tree.menu_for(QModelIndex()) is None
+    finally:
+        _close(page, pool)
+
+
+def test_powerlog_with_367_tables_sorts_filters_and_counts(qtbot: Any, qtmodeltester: Any) -> None:
+    page, pool = _page(qtbot, shared_data(POWERLOG))
+    try:
+        names = page.schema_model.tables()
+        assert len(names) >= 300
+        assert names == natsorted(names, alg=ns.IGNORECASE)
+        assert names != sorted(names)  # mixed-case names: a plain sort would order them otherwise
+        browser = page.schema_browser
+        browser.filter_box.setText("battery")
+        shown = browser.visible_tables()
+        assert shown and len(shown) < len(names)
+        for table in shown:
+            info = page.schema_model.table(table)
+            assert info is not None
+            assert "battery" in table.lower() or any("battery" in c.name.lower() for c in info.columns)
+        qtmodeltester.check(browser.tree.proxy)
+        # Row counts arrive one table at a time, in the Rows column.
+        first = page.schema_model.countable_tables()[0]
+        qtbot.waitUntil(lambda: page.schema_model.row_count_text(first) is not None, timeout=20_000)
+    finally:
+        _close(page, pool)
+
+
+@pytest.mark.parametrize("count", [5000])
+def test_five_thousand_tables_filter_to_the_right_ones(qtbot: Any, count: int) -> None:
+    schema = Schema([_table(f"t_{i}", "id", f"col_{i % 97}") for i in range(count)])
+    browser = _browser(qtbot, schema)
+    assert browser.model.tables()[:3] == ["t_0", "t_1", "t_2"]
+    assert browser.model.tables()[-1] == f"t_{count - 1}"
+    browser.filter_box.setText("t_499")
+    assert _names(browser) == ["t_499", *[f"t_{4990 + i}" for i in range(10)]]
+    browser.filter_box.setText("col_96")
+    assert len(_names(browser)) == len([i for i in range(count) if i % 97 == 96])
