@@ -12,8 +12,6 @@ loaded page would show a wrong first row.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -21,6 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from sqale_desktop.core.db.render import render_cell
+from sqale_desktop.core.export_formats import cell_text, format_rows
 
 PAGE_SIZE = 500
 ELIDE_AT = 200
@@ -47,13 +46,7 @@ def display_value(value: Any) -> str:
 
 def tsv_value(value: Any) -> str:
     """How a cell is copied: NULL as an empty field, BLOB as an SQLite hex literal."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return "X'" + bytes(value).hex().upper() + "'"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    return cell_text(value)
 
 
 def _sqlite_order_key(value: Any) -> tuple[int, Any]:
@@ -193,22 +186,21 @@ class ResultTableModel(QAbstractTableModel):
         """The cursor stopped at its row cap (more rows exist than the grid will hold)."""
         return bool(getattr(self._cursor, "truncated", False))
 
-    def tsv(self, indexes: Sequence[QModelIndex], with_header: bool = False) -> str:
-        """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty).
-
-        Rows end with CRLF; cells with tabs, quotes or line breaks are quoted (the csv module).
-        """
-        if not indexes:
-            return ""
+    def selection(self, indexes: Sequence[QModelIndex]) -> tuple[list[str], list[list[Any]]]:
+        """The selected cells as (column names, rows): the rectangle spanning the selection, in the
+        model's row order, unselected cells inside it as NULL."""
         rows = sorted({i.row() for i in indexes})
         cols = sorted({i.column() for i in indexes})
         chosen = {(i.row(), i.column()) for i in indexes}
-        out = io.StringIO()
-        # CRLF between rows, as spreadsheets put on the clipboard; with it the writer also quotes
-        # any cell holding a lone CR or LF, so a pasted table keeps its shape.
-        writer = csv.writer(out, dialect="excel-tab")
-        if with_header:
-            writer.writerow([self._columns[c] for c in cols])
-        for r in rows:
-            writer.writerow([tsv_value(self._rows[r][c]) if (r, c) in chosen else "" for c in cols])
-        return out.getvalue().removesuffix("\r\n")
+        values = [[self._rows[r][c] if (r, c) in chosen else None for c in cols] for r in rows]
+        return [self._columns[c] for c in cols], values
+
+    def tsv(self, indexes: Sequence[QModelIndex], with_header: bool = False) -> str:
+        """The selected cells as TSV (a rectangle spanning the selection; unselected cells empty).
+
+        Rows end with the platform's line ending; cells with tabs, quotes or line breaks are quoted.
+        """
+        if not indexes:
+            return ""
+        columns, rows = self.selection(indexes)
+        return format_rows(columns, rows, "tsv", header=with_header)

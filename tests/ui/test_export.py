@@ -11,6 +11,8 @@ import pytest
 
 from sqale_desktop.ui.export import ExportCancelled, export_rows
 
+COLS = ["id", "name", "blob"]
+MORE = [(1, "a,b\tc", None), (2, 'say "hi"\r\nbye|x', b"\x01\xff"), (3, "lone\rcr", 2.5)]
 ROWS = [(1, "a,b", None), (2, 'quote "q"\nline', b"\x01\xff"), (3, "ü", 2.5)]
 
 
@@ -49,3 +51,16 @@ def test_cancelled_export_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(ExportCancelled):
         export_rows(target, ["a"], iter([(1,)] * 10), "csv", cancel)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_csv_file_with_rfc4180_line_endings(tmp_path: Path) -> None:
+    target = tmp_path / "out.csv"
+    assert export_rows(target, COLS, iter(MORE), "csv", newline="\r\n") == 3
+    raw = target.read_bytes()
+    assert raw.startswith(b"id,name,blob\r\n1,")
+    assert raw.endswith(b"2.5\r\n")
+    lf = tmp_path / "lf.tsv"
+    export_rows(lf, COLS, iter(MORE), "tsv", newline="\n")
+    with lf.open(newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle, delimiter="\t"))[3] == ["3", "lone\rcr", "2.5"]
+    assert lf.read_bytes().startswith(b"id\tname\tblob\n")

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from sqale_desktop.core.engines.replay import ReplayEngine
+from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.core.history import History
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
@@ -187,7 +188,7 @@ def test_edit_and_rerun_copy_and_export(
     qtbot.keyClick(page.sql.grid, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     text = QGuiApplication.clipboard().text()
     assert text == page.sql.grid.copy_selection()
-    lines = text.split("\r\n")
+    lines = text.split(platform_newline())
     assert lines[0] == "GenreId\tName"
     assert lines[1:] == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, Qt
 
+from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel, display_value, tsv_value
 
 
@@ -104,7 +105,8 @@ def test_range_copy_is_tsv(numbers: sqlite3.Connection) -> None:
     cursor = SqliteCursor(numbers, "SELECT i, s, b FROM t WHERE i IN (5, 6) ORDER BY i")
     model = ResultTableModel(cursor, cursor.fetch_page(PAGE_SIZE))
     indexes: list[QModelIndex] = [model.index(r, c) for r in range(2) for c in range(3)]
-    assert model.tsv(indexes, with_header=True) == "i\ts\tb\r\n5\trow 5\tX'0001'\r\n6\trow 6\t"
+    end = platform_newline()  # LF on Linux and macOS, CRLF on Windows
+    assert model.tsv(indexes, with_header=True) == f"i\ts\tb{end}5\trow 5\tX'0001'{end}6\trow 6\t"
 
 
 @given(
@@ -123,6 +125,6 @@ def test_tsv_copy_reads_back_with_the_csv_module(rows: list[list[Any]]) -> None:
     model = ResultTableModel(None, rows, columns=["a", "b"])
     indexes = [model.index(r, c) for r in range(len(rows)) for c in range(2)]
     text = model.tsv(indexes, with_header=True)
-    back = list(csv.reader(io.StringIO(text + "\r\n", newline=""), dialect="excel-tab"))
+    back = list(csv.reader(io.StringIO(text + platform_newline(), newline=""), dialect="excel-tab"))
     assert back[0] == ["a", "b"]
     assert back[1:] == [[tsv_value(v) for v in row] for row in rows]
