@@ -58,6 +58,8 @@ class Settings:
     max_rows: int = 1000
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"
+    open_databases: list[str] = field(default_factory=list)
+    """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
 
     def llama_gpu_layers(self) -> int | Literal["auto", "all"]:
         """``gpu_layers`` as ``LlamaEngine(n_gpu_layers=...)`` takes it: "none" is 0 layers."""
@@ -92,7 +94,7 @@ def _valid(name: str, value: Any) -> bool:
         if isinstance(value, str):
             return value in GPU_LAYER_MODES
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if name == "recent_databases":
+    if name in ("recent_databases", "open_databases"):
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     default = getattr(Settings(), name)
     if isinstance(default, bool):

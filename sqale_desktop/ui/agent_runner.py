@@ -110,6 +110,8 @@ class AgentWorker(QObject):
         self._queue: collections.deque[Item] = collections.deque()
         self._notified = False
         self._cancel_upto = 0
+        # Episodes that run on their own engine (the recorded demo) and leave the model alone.
+        self._overrides: dict[int, tuple[EngineFactory, EpisodeFn]] = {}
         # Set while the UI is not applying events.  A model streaming at full speed in pure Python
         # (the replay engine, a fast server) holds the GIL for 5 ms at a time, and every Qt call
         # the UI thread makes releases and re-takes the GIL, so a drain of a few dozen calls
@@ -155,10 +157,20 @@ class AgentWorker(QObject):
             if episode_fn is not None:
                 self._episode_fn = episode_fn
 
+    def set_override(self, episode_id: int, factory: EngineFactory, episode_fn: EpisodeFn) -> None:
+        """Run episode ``episode_id`` on an engine of its own (built by ``factory`` on the worker);
+        the model the worker holds is neither used nor dropped."""
+        with self._lock:
+            self._overrides[episode_id] = (factory, episode_fn)
+
     def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
         """Run later episodes with another function (a new protocol or sampling); the engine stays."""
         with self._lock:
             self._episode_fn = episode_fn
+
+    def episode_fn(self) -> EpisodeFn:
+        with self._lock:
+            return self._episode_fn
 
     def set_time_limit(self, seconds: float) -> None:
         """Apply a new query time limit to the tool databases already open (a float store is atomic)."""
@@ -216,14 +228,19 @@ class AgentWorker(QObject):
     def run_episode(self, episode_id: int, question: str, db_path: str) -> None:
         cancel = threading.Event()
         try:
-            engine = self._ensure_engine()
+            with self._lock:
+                override = self._overrides.pop(episode_id, None)
+            if override is not None:
+                engine, episode_fn = override[0](), override[1]
+            else:
+                engine = self._ensure_engine()
+                with self._lock:
+                    episode_fn = self._episode_fn
             db = self._database(Path(db_path))
             with self._lock:
                 self._cancel, self._current_db = cancel, db
                 if episode_id <= self._cancel_upto:
                     cancel.set()
-            with self._lock:
-                episode_fn = self._episode_fn
             last_yield = time.perf_counter()
             for event in episode_fn(engine, db, question, cancel):
                 self._push((episode_id, event))
@@ -302,10 +319,22 @@ class AgentRunner(QObject):
         self._thread.start()
         register_thread_owner(self)
 
-    def ask(self, question: str, db_path: Path) -> int:
-        """Queue an episode; returns its id (items carry it)."""
+    def ask(
+        self,
+        question: str,
+        db_path: Path,
+        engine_factory: EngineFactory | None = None,
+        episode_fn: EpisodeFn | None = None,
+    ) -> int:
+        """Queue an episode; returns its id (items carry it).
+
+        With ``engine_factory`` (and ``episode_fn``) the episode runs on that engine instead of
+        the model (a recording); the loaded model stays loaded.
+        """
         self._next_id += 1
         self._running.add(self._next_id)
+        if engine_factory is not None:
+            self.worker.set_override(self._next_id, engine_factory, episode_fn or self.worker.episode_fn())
         self._run.emit(self._next_id, question, str(db_path))
         return self._next_id
 

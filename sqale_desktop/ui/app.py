@@ -184,7 +184,7 @@ def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -
     if history_error:
         window.show_error(f"Conversation history unavailable: {history_error}")
     if open_demo:
-        window.open_demo()
+        window.restore_tabs()  # the tabs open last time; on a first run, the demo shop
     if factory is not None:
         window.runner.load_engine()  # in the background, so the first question does not wait for it
     if factory is None and first_run_offer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
@@ -45,8 +47,10 @@ class ChatPane(QWidget):
         stop_requested(): the user pressed Stop.
         open_in_editor(str): answer SQL to put in the SQL editor.
         copy_requested(str): SQL to copy.
+        watch_requested(): the user wants to watch the recorded demo episode.
     """
 
+    watch_requested = Signal()
     ask_requested = Signal(str)
     stop_requested = Signal()
     open_in_editor = Signal(str)
@@ -71,6 +75,15 @@ class ChatPane(QWidget):
         self.placeholder.setWordWrap(True)
         self.placeholder.setObjectName("chatPlaceholder")
         self._column.addWidget(self.placeholder)
+        self.watch_button = QPushButton("▶ Watch a recorded answer (no model needed)", self._content)
+        self.watch_button.setObjectName("watchRecording")
+        self.watch_button.setToolTip(
+            "Replay a recorded episode of the SQaLe agent on this demo database: its thinking, its "
+            "tool calls run for real on the database, and the answer's grid"
+        )
+        self.watch_button.clicked.connect(self.watch_requested)
+        self.watch_button.hide()
+        self._column.addWidget(self.watch_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self.suggestions = QWidget(self._content)
         self._suggestion_column = QVBoxLayout(self.suggestions)
         self._suggestion_column.setContentsMargins(40, 6, 40, 6)
@@ -121,8 +134,12 @@ class ChatPane(QWidget):
             return
         self.ask_requested.emit(text)
 
+    def set_recording_available(self, available: bool) -> None:
+        """Offer the recorded demo episode (on the demo database only)."""
+        self.watch_button.setVisible(available)
+
     def set_ask_enabled(self, enabled: bool, reason: str = "") -> None:
-        """Asking needs a model; without one the pane says why and the rest still works."""
+        """Asking needs a model and an idle agent; otherwise the pane says why and the rest works."""
         self._ask_enabled = enabled
         self.ask_button.setEnabled(enabled and self.current is None)
         self.ask_button.setToolTip("" if enabled else reason)
@@ -167,8 +184,8 @@ class ChatPane(QWidget):
         return view
 
     def add_rerun(self, sql: str, row_count: int | None, error: str | None) -> RerunCard:
-        self.suggestions.hide()
         """Keep SQL the user ran in the conversation."""
+        self.suggestions.hide()
         self.placeholder.hide()
         card = RerunCard(sql, row_count, error, self._content)
         card.open_in_editor.connect(self.open_in_editor)
@@ -177,9 +194,9 @@ class ChatPane(QWidget):
         self._scroll_to_end()
         return card
 
-    def begin(self, question: str) -> EpisodeView:
+    def begin(self, question: str, recording: bool = False, protocol: Any = None) -> EpisodeView:
         """A new live episode: the pane is busy until ``end``."""
-        view = self.add_episode(EpisodeView(question, self._content))
+        view = self.add_episode(EpisodeView(question, self._content, recording=recording, protocol=protocol))
         self.current = view
         self.question.clear()
         self.ask_button.setEnabled(False)

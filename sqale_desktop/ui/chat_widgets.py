@@ -10,10 +10,11 @@ the text the model saw.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QObject, QSizeF, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -22,6 +23,7 @@ from PySide6.QtGui import (
     QStandardItemModel,
     QTextCharFormat,
     QTextCursor,
+    QTextOption,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -58,6 +60,41 @@ ENDED_BY_TEXT = {
     "cancelled": "stopped",
     "error": "failed",
 }
+ANSWER_HEADINGS = {
+    "no_answer": "No answer",
+    "cancelled": "Stopped",
+    "error": "Failed",
+}
+"""Card headings where there is no answer to show; every other ``ended_by`` is an "Answer"."""
+ENDED_BY_STATUS = {
+    "submit_sql": "Answer ready: submitted by the model.",
+    "final_turn": "Answer ready: written in the final turn.",
+    "fallback_to_last_working_query": (
+        "Answer ready: the model's answer failed, so the last query that ran is shown."
+    ),
+    "no_answer": "No answer: the model gave no query that runs.",
+    "cancelled": "Stopped.",
+    "error": "The episode failed.",
+}
+"""The status bar's sentence for each ``ended_by``; the answer card says the same in its heading."""
+NO_CALL_NOTE = "The model wrote no tool call; it was told so, and the turn counted."
+
+
+def ended_by_status(ended_by: str) -> str:
+    """One place for the status-bar text of an outcome, so the card and the bar never disagree."""
+    return ENDED_BY_STATUS.get(ended_by, f"Ended: {ended_by}.")
+
+
+def answer_heading(ended_by: str) -> str:
+    """The answer card's heading (rich text): "Answer — submitted by the model", "Stopped", …"""
+    title = ANSWER_HEADINGS.get(ended_by)
+    if title is not None:
+        return f"<b>{title}</b>"
+    return f"<b>Answer</b> — {ENDED_BY_TEXT.get(ended_by, _escape(ended_by))}"
+
+
+def cut_note(tokens: int) -> str:
+    return f"Cut off at its {tokens:,}-token budget: the model was still writing."
 
 
 def _card_frame(widget: QFrame, name: str) -> None:
@@ -66,10 +103,52 @@ def _card_frame(widget: QFrame, name: str) -> None:
     widget.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
 
+class _HeightFitter(QObject):
+    """Keeps a text edit as tall as its wrapped lines, up to ``max_lines``.
+
+    Counting blocks (paragraphs) is not enough: one long SQL line or one paragraph of thinking
+    wraps into many visual lines, and a box one block high then shows half a line between two
+    scroll bars.  ``QPlainTextDocumentLayout`` reports the document's height in visual lines, and
+    re-reports it when the width changes the wrapping, so the height follows both the text and
+    the pane's width.
+    """
+
+    def __init__(self, edit: QPlainTextEdit, max_lines: int) -> None:
+        super().__init__(edit)
+        self.edit = edit
+        self.max_lines = max_lines
+        layout = edit.document().documentLayout()
+        layout.documentSizeChanged.connect(self.refit)
+        self.refit()
+
+    def visual_lines(self) -> int:
+        return max(1, math.ceil(self.edit.document().documentLayout().documentSize().height()))
+
+    def refit(self, _size: QSizeF | None = None) -> None:
+        edit = self.edit
+        lines = self.visual_lines()
+        shown = min(self.max_lines, lines)
+        edit.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded
+            if lines > self.max_lines
+            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        margin = 2 * edit.document().documentMargin()
+        height = edit.fontMetrics().lineSpacing() * shown + 2 * edit.frameWidth() + math.ceil(margin) + 2
+        if edit.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap:
+            height += edit.horizontalScrollBar().sizeHint().height()
+        if edit.height() != height or edit.minimumHeight() != height:
+            edit.setFixedHeight(height)
+
+
 def _fit_text_height(edit: QPlainTextEdit, max_lines: int) -> None:
-    lines = max(1, min(max_lines, edit.document().blockCount()))
-    height = edit.fontMetrics().lineSpacing() * lines + 2 * edit.frameWidth() + 10
-    edit.setFixedHeight(height)
+    """Size ``edit`` to its content (wrapped lines) within ``max_lines``, now and as it changes."""
+    fitter = edit.findChild(_HeightFitter)
+    if fitter is None:
+        _HeightFitter(edit, max_lines)
+    else:
+        fitter.max_lines = max_lines
+        fitter.refit()
 
 
 class ThinkingBox(QWidget):
@@ -103,7 +182,7 @@ class ThinkingBox(QWidget):
         self._think.setForeground(self.palette().placeholderText())
         self._answer = QTextCharFormat()
         self._chars = 0
-        _fit_text_height(self.text, 2)
+        _fit_text_height(self.text, self.MAX_LINES)
 
     def append(self, text: str, phase: str) -> None:
         if phase == "think":
@@ -117,7 +196,6 @@ class ThinkingBox(QWidget):
         cursor.insertText(text, self._think if phase == "think" else self._answer)
         self._chars += len(text)
         self.toggle.setText(f"Thinking ({self._chars:,} characters)")
-        _fit_text_height(self.text, self.MAX_LINES)
         bar = self.text.verticalScrollBar()
         bar.setValue(bar.maximum())
 
@@ -177,8 +255,16 @@ def _label(text: str, parent: QWidget, name: str, mono: bool = False) -> QLabel:
     return label
 
 
+def _wrapping(edit: QPlainTextEdit) -> None:
+    """Wrap at the pane's width (breaking long identifiers too): a card never scrolls sideways."""
+    edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    edit.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    edit.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+
 def _sql_view(sql: str, parent: QWidget, max_lines: int = 14) -> SqlEditor:
     editor = SqlEditor(parent, read_only=True)
+    _wrapping(editor)
     editor.set_sql(sql)
     _fit_text_height(editor, max_lines)
     return editor
@@ -235,6 +321,7 @@ def _payload_view(payload: Any, output: str, parent: QWidget) -> QWidget:
         return box
     text = QPlainTextEdit(parent)
     text.setReadOnly(True)
+    _wrapping(text)
     text.setPlainText(output)
     _fit_text_height(text, 10)
     return text
@@ -243,6 +330,8 @@ def _payload_view(payload: Any, output: str, parent: QWidget) -> QWidget:
 class ToolCard(QFrame):
     """One tool call: the tool, its arguments, and (when it arrives) its result."""
 
+    TITLE_CHARS = 160
+
     def __init__(self, tool: str, args: dict[str, Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         _card_frame(self, "toolCard")
@@ -250,10 +339,10 @@ class ToolCard(QFrame):
         self.args = args
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        shown_args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
-        self.title = QLabel(f"<b>{tool}</b>({_escape(shown_args)})", self)
+        self.title = QLabel(self)
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.set_call(tool, args)
         self.status = QLabel("running…", self)
         self.status.setObjectName("toolStatus")
         head = QHBoxLayout()
@@ -263,10 +352,32 @@ class ToolCard(QFrame):
         self.result_view: QWidget | None = None
         self.ok: bool | None = None
 
+    def set_call(self, tool: str, args: dict[str, Any]) -> None:
+        """The title: the tool and its arguments, elided past ``TITLE_CHARS`` (the tooltip has all).
+
+        A call the parser could not read has no tool name; it is titled as such, not "()".
+        """
+        self.tool, self.args = tool, args
+        shown_args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+        full = f"{tool}({shown_args})" if tool else "unreadable tool call"
+        if len(shown_args) > self.TITLE_CHARS:
+            shown_args = shown_args[: self.TITLE_CHARS - 1] + "…"
+        if not tool:
+            self.title.setText("<b>Unreadable tool call</b>")
+        elif args:
+            self.title.setText(f"<b>{_escape(tool)}</b>({_escape(shown_args)})")
+        else:
+            self.title.setText(f"<b>{_escape(tool)}</b>")
+        self.title.setToolTip(full)
+
     def set_result(self, output: str, ok: bool, seconds: float, payload: Any) -> None:
         self.ok = ok
         self.status.setText(f"{'ok' if ok else 'error'} · {seconds * 1000:.0f} ms")
-        self.result_view = _payload_view(payload if ok else None, output, self)
+        if ok:
+            self.result_view = _payload_view(payload, output, self)
+        else:
+            # An error is a sentence or two: a wrapped label is exactly as tall as its text.
+            self.result_view = _label(output, self, "toolError")
         layout = self.layout()
         assert layout is not None
         layout.addWidget(self.result_view)
@@ -294,16 +405,16 @@ class AnswerCard(QFrame):
         self.ended_by = ended_by
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        self.heading = QLabel(f"<b>Answer</b> — {ENDED_BY_TEXT.get(ended_by, ended_by)}", self)
+        self.heading = QLabel(answer_heading(ended_by), self)
+        self.heading.setWordWrap(True)
         layout.addWidget(self.heading)
         self.editor: SqlEditor | None = None
         if self.sql:
-            self.editor = SqlEditor(self, read_only=True)
-            self.editor.set_sql(self.sql)
-            _fit_text_height(self.editor, 16)
+            self.editor = _sql_view(self.sql, self, max_lines=16)
             layout.addWidget(self.editor)
         self.details = QLabel("", self)
         self.details.setObjectName("answerDetails")
+        self.details.setWordWrap(True)
         layout.addWidget(self.details)
         buttons = QHBoxLayout()
         self.open_button = QPushButton("Open in editor", self)

@@ -12,6 +12,7 @@ from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.identifiers import quote_identifier
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.demo import DEMO_QUESTIONS, is_demo_database
+from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_pane import ChatPane
 from sqale_desktop.ui.schema_tree import SchemaBrowser, SchemaModel, count_rows_job
 from sqale_desktop.ui.sql_highlight import format_sql
@@ -81,7 +82,14 @@ class DatabasePage(QWidget):
         splitter.setSizes([230, 520, 520])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        # Messages about this database (damaged, large schema, a failed recording) live on its tab.
+        self.banners = BannerStack(self)
+        self.damaged.connect(lambda text: self.banners.show_banner("damaged", text, "error"))
+        layout.addWidget(self.banners)
         layout.addWidget(splitter)
+        self.is_demo = is_demo_database(db.path)
+        self.sql.query_failed.connect(self._mark_grid_stale)
+        self.sql.query_finished.connect(lambda _model: self._mark_grid_stale(None))
         self.count_rows()
         self.check_integrity()
 
@@ -143,6 +151,20 @@ class DatabasePage(QWidget):
 
         for highlighter in self.findChildren(SqlHighlighter):
             highlighter.refresh_palette()
+
+    def _mark_grid_stale(self, error: str | None) -> None:
+        """A failed statement leaves the previous result greyed out and labelled, never passing
+        for the answer to the statement that failed."""
+        grid = self.sql.grid
+        stale = error is not None and grid.model() is not None
+        grid.setEnabled(not stale)
+        grid.setToolTip("Previous result: the last statement failed." if stale else "")
+        if stale:
+            self.sql.message.setText(f"⚠ {error} — the grid below still shows the previous result.")
+
+    @property
+    def grid_stale(self) -> bool:
+        return not self.sql.grid.isEnabled()
 
     def stop_queries(self) -> None:
         self.sql.stop()

@@ -70,8 +70,16 @@ def engine_choice(settings: Settings) -> EngineChoice:
 
     def local() -> Engine:
         from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+        from sqale_desktop.core.models.gguf_info import GgufUnreadable, effective_n_ctx, read_gguf_info
 
-        engine = LlamaEngine(path, n_ctx=n_ctx, n_gpu_layers=layers, n_threads=threads or None)
+        try:
+            info = read_gguf_info(path)
+        except GgufUnreadable:
+            info = None  # the engine's own load reports what is wrong with the file
+        # Never more context than the model was trained for (the window says so when it clamps).
+        engine = LlamaEngine(
+            path, n_ctx=effective_n_ctx(info, n_ctx), n_gpu_layers=layers, n_threads=threads or None
+        )
         engine.load(progress=LOAD_PROGRESS.get())  # on the agent thread; the status bar shows it
         loaded: Engine = engine
         return loaded

@@ -18,7 +18,19 @@ from sqale_desktop.core.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from sqale_desktop.ui.chat_widgets import AnswerCard, ThinkingBox, ToolCard
+from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.text_session import count_tokens
+from sqale_desktop.ui.chat_widgets import (
+    ENDED_BY_TEXT,
+    NO_CALL_NOTE,
+    AnswerCard,
+    ThinkingBox,
+    ToolCard,
+    cut_note,
+)
+
+LIVE_RATE_MIN_S = 0.25
+"""Below this much streaming time a live rate is noise; the last turn's figure is shown instead."""
 
 
 class TurnView(QWidget):
@@ -27,24 +39,41 @@ class TurnView(QWidget):
     def __init__(self, turn: int, final: bool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.turn = turn
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 4, 0, 4)
-        layout.setSpacing(4)
-        self.header = QLabel(f"<b>Turn {turn}</b>{' — final turn' if final else ''}", self)
-        layout.addWidget(self.header)
+        self.final = final
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 4, 0, 4)
+        self._layout.setSpacing(4)
+        self._title = f"<b>Turn {turn}</b>{' — final turn' if final else ''}"
+        self.header = QLabel(self._title, self)
+        self.header.setWordWrap(True)  # "Turn 7 — final turn · 163 tokens, 9.2 tok/s" in a narrow pane
+        self._layout.addWidget(self.header)
         self.thinking = ThinkingBox(self)
-        layout.addWidget(self.thinking)
+        self._layout.addWidget(self.thinking)
         self.cards: dict[int, ToolCard] = {}
+        self.notes: list[str] = []
+        self._note_labels: list[QLabel] = []
+        self.summary = ""
 
     def add_card(self, index: int, card: ToolCard) -> None:
         self.cards[index] = card
-        layout = self.layout()
-        assert layout is not None
-        layout.addWidget(card)
+        self._layout.addWidget(card)
+
+    def add_note(self, text: str) -> None:
+        """Say on the turn what happened that no card shows (no tool call, cut at the budget)."""
+        if text in self.notes:
+            return
+        self.notes.append(text)
+        label = QLabel(f"⚠ {text}", self)
+        label.setObjectName("turnNote")
+        label.setWordWrap(True)
+        label.setStyleSheet("#turnNote { color: #b26a00; }")
+        self._note_labels.append(label)
+        self._layout.insertWidget(2, label)
 
     def finish(self, summary: str) -> None:
         self.thinking.set_expanded(False)
-        self.header.setText(self.header.text() + f" <span style='color:gray'>· {summary}</span>")
+        self.summary = summary
+        self.header.setText(self._title + f" <span style='color:gray'>· {summary}</span>")
 
 
 class EpisodeView(QFrame):
@@ -60,10 +89,19 @@ class EpisodeView(QFrame):
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
 
-    def __init__(self, question: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        question: str,
+        parent: QWidget | None = None,
+        *,
+        recording: bool = False,
+        protocol: AgentProtocol | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("episode")
         self.question = question
+        self.recording = recording
+        self._protocol = protocol or AgentProtocol()
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(4, 4, 4, 12)
         self._layout.setSpacing(6)
@@ -80,7 +118,21 @@ class EpisodeView(QFrame):
         head.addWidget(self.question_label, 1)
         head.addWidget(self.reask_button)
         self._layout.addLayout(head)
+        self.badge: QLabel | None = None
+        if recording:
+            self.badge = QLabel(
+                "▶ Recording: a replayed episode of the SQaLe agent, played through the real loop and "
+                "tools on this database. No model is running.",
+                self,
+            )
+            self.badge.setObjectName("recordingBadge")
+            self.badge.setWordWrap(True)
+            self.badge.setStyleSheet(
+                "#recordingBadge { background: #1565c0; color: white; padding: 4px; border-radius: 3px; }"
+            )
+            self._layout.addWidget(self.badge)
         self.progress = QLabel("", self)
+        self.progress.setWordWrap(True)
         self.progress.setObjectName("episodeProgress")
         self._layout.addWidget(self.progress)
         self.turns: dict[int, TurnView] = {}
@@ -94,6 +146,9 @@ class EpisodeView(QFrame):
         self._tokens = 0
         self._decode_seconds = 0.0
         self._last_tps = 0.0
+        self._turn_first_token: float | None = None  # when the running turn's first text arrived
+        self._turn_tokens = 0  # estimated tokens streamed in the running turn
+        self._in_turn = False
 
     # live ---------------------------------------------------------------------------------
     @property
@@ -104,7 +159,21 @@ class EpisodeView(QFrame):
         return self._elapsed if self._elapsed is not None else time.monotonic() - self._started
 
     def tokens_per_second(self) -> float:
+        """While a turn streams: its tokens since its first token (the prompt's evaluation before
+        it does not count as slow decoding); otherwise the finished turns' figure."""
+        live = self.live_tokens_per_second()
+        if live is not None:
+            return live
         return self._tokens / self._decode_seconds if self._decode_seconds > 0 else self._last_tps
+
+    def live_tokens_per_second(self) -> float | None:
+        if self._turn_first_token is None or not self.running:
+            return None
+        seconds = time.monotonic() - self._turn_first_token
+        if seconds < LIVE_RATE_MIN_S or self._turn_tokens < 2:
+            return None
+        # The first token's arrival starts the clock, so it is not counted in the rate.
+        return (self._turn_tokens - 1) / seconds
 
     def tool_cards(self) -> list[ToolCard]:
         return [card for turn in self.turns.values() for card in turn.cards.values()]
@@ -113,8 +182,12 @@ class EpisodeView(QFrame):
         """Show one event (text deltas arrive already merged by the caller)."""
         if isinstance(event, TurnStarted):
             self.tool_turns_left = event.tool_turns_left
+            self._turn_first_token, self._turn_tokens, self._in_turn = None, 0, True
             self._turn(event.turn, event.final)
         elif isinstance(event, TextDelta):
+            if self._turn_first_token is None:
+                self._turn_first_token = time.monotonic()
+            self._turn_tokens += count_tokens(event.text)
             self._turn(event.turn).thinking.append(event.text, event.phase)
         elif isinstance(event, ToolCalled):
             view = self._turn(event.turn)
@@ -129,13 +202,19 @@ class EpisodeView(QFrame):
         elif isinstance(event, BudgetUpdated):
             self.tool_turns_left = event.tool_turns_left
             self.episode_tokens = event.episode_tokens
+            last = self.turns[max(self.turns)] if self.turns else None
+            if last is not None and not last.final and not last.cards:
+                last.add_note(NO_CALL_NOTE)  # the loop told the model; the reader is told too
         elif isinstance(event, TurnFinished):
             self._tokens += event.completion_tokens
             self._decode_seconds += event.seconds
             self._last_tps = event.tokens_per_second
-            self._turn(event.turn).finish(
-                f"{event.completion_tokens} tokens, {event.tokens_per_second:.1f} tok/s"
-            )
+            self._turn_first_token, self._in_turn = None, False
+            view = self._turn(event.turn)
+            view.finish(f"{event.completion_tokens} tokens, {event.tokens_per_second:.1f} tok/s")
+            budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
+            if event.completion_tokens >= budget:
+                view.add_note(cut_note(budget))
         elif isinstance(event, EpisodeEnded):
             self.finish(event.episode)
         self.refresh_progress()
@@ -144,10 +223,15 @@ class EpisodeView(QFrame):
         parts = []
         if self.running and self.tool_turns_left is not None:
             parts.append(f"{self.tool_turns_left} tool turns left")
-        parts.append(f"{self.tokens_per_second():.1f} tok/s")
+        if self.running and self._in_turn and self._turn_first_token is None:
+            parts.append("reading the prompt…")
+        else:
+            parts.append(f"{self.tokens_per_second():.1f} tok/s")
         parts.append(f"{self.elapsed():.1f} s")
         if not self.running:
-            parts.insert(0, "done")
+            parts.insert(0, ENDED_BY_TEXT.get(self.ended_by or "", self.ended_by or "ended"))
+        if self.recording:
+            parts.insert(0, "recording")
         self.progress.setText(" · ".join(parts))
 
     def finish(self, episode: Episode, elapsed: float | None = None) -> None:
@@ -157,6 +241,7 @@ class EpisodeView(QFrame):
         self._elapsed = elapsed if elapsed is not None else time.monotonic() - self._started
         for view in self.turns.values():
             view.thinking.set_expanded(False)
+        self._note_records(episode)
         answer = AnswerCard(episode.sql, episode.ended_by, self)
         details = []
         if episode.result is not None:
@@ -177,6 +262,21 @@ class EpisodeView(QFrame):
         self._layout.addWidget(answer)
         self.refresh_progress()
 
+    def _note_records(self, episode: Episode) -> None:
+        """The finished record is the authority on how each turn ended: mark what the live view
+        could only guess (a turn cut by a smaller remaining budget, a turn with no call)."""
+        last = len(episode.turns)
+        for number, record in enumerate(episode.turns, start=1):
+            view = self.turns.get(number)
+            if view is None:
+                continue
+            if record.finish_reason == "length":
+                budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
+                view.add_note(cut_note(min(budget, max(record.completion_tokens, 1))))
+            final = view.final or (number == last and episode.ended_by in ("final_turn", "no_answer"))
+            if not record.calls and not final and record.finish_reason not in ("cancelled", "error"):
+                view.add_note(NO_CALL_NOTE)
+
     def _turn(self, turn: int, final: bool = False) -> TurnView:
         view = self.turns.get(turn)
         if view is None:
@@ -195,8 +295,10 @@ class EpisodeView(QFrame):
     ) -> EpisodeView:
         """Rebuild a finished episode from its stored trace (no payloads: results show as text)."""
         view = cls(episode.question, parent)
+        last = len(episode.turns)
         for number, turn in enumerate(episode.turns, start=1):
-            turn_view = view._turn(number)
+            final = number == last and not turn.calls and episode.ended_by in ("final_turn", "no_answer")
+            turn_view = view._turn(number, final)
             turn_view.thinking.append(turn.completion, "think")
             for index, call in enumerate(turn.calls):
                 card = ToolCard(call.tool, dict(call.args), turn_view)

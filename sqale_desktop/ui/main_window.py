@@ -44,6 +44,8 @@ from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, load_schema
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeDone, EpisodeFailed, EpisodeFn
+from sqale_desktop.ui.banners import BannerStack
+from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -52,6 +54,11 @@ log = logging.getLogger(__name__)
 
 EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
 """Settings -> (engine factory or None, status-bar description, episode function)."""
+
+MODEL_AFFECTING = ("engine", "server_url", "model_id", "gpu_layers", "n_threads", "n_ctx")
+"""Settings that change the loaded engine; any other change (theme, limits, rows, sampling) keeps it."""
+RECORDING_DELAY_S = 0.03
+"""Pause between streamed chunks of the recorded demo episode: readable, about 250 characters/s."""
 
 DRAIN_BUDGET_S = 0.012
 DRAIN_INTERVAL_MS = 40
@@ -63,6 +70,7 @@ class _Live:
     page: DatabasePage
     view: EpisodeView
     entry_id: int | None
+    recording: bool = False
 
 
 class MainWindow(QMainWindow):
@@ -72,11 +80,13 @@ class MainWindow(QMainWindow):
         database_opened(object): a DatabasePage is ready.
         open_failed(str): the message shown for a file that could not be opened.
         episode_finished(object): the Episode (or None when it could not run at all).
+        model_checked(object): the chosen model's GGUF metadata was read (GgufInfo, or None).
     """
 
     database_opened = Signal(object)
     open_failed = Signal(str)
     episode_finished = Signal(object)
+    model_checked = Signal(object)
 
     def __init__(
         self,
@@ -115,6 +125,10 @@ class MainWindow(QMainWindow):
         self._opening: dict[Path, JobContext] = {}
         self._closed = False
         self.has_engine = engine_factory is not None
+        self.recording_delay = RECORDING_DELAY_S
+        self.model_checkpoint: str | None = None  # the checkpoint the chosen GGUF was built from
+        self._model_job: JobContext | None = None
+        self.models_dialog: Any = None  # the model manager while it is open
 
         self._build_ui()
         self._build_menus()
@@ -159,7 +173,8 @@ class MainWindow(QMainWindow):
         )
         offer_label.setWordWrap(True)
         download = QPushButton("Download the model…", self.offer)
-        download.clicked.connect(self.show_models)
+        download.setToolTip("Finds the suggested GGUF build, downloads it with progress and selects it")
+        download.clicked.connect(self.download_suggested_model)
         later = QPushButton("Later", self.offer)
         later.clicked.connect(self.offer.hide)
         offer_layout.addWidget(offer_label, 1)
@@ -178,7 +193,11 @@ class MainWindow(QMainWindow):
             central,
         )
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # Notices about the model (not one of the agents, context above its training) concern every
+        # tab; messages about one database live on that tab (DatabasePage.banners).
+        self.model_banners = BannerStack(central)
         layout.addWidget(self.banner)
+        layout.addWidget(self.model_banners)
         layout.addWidget(self.offer)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(self.empty, 1)
@@ -228,7 +247,7 @@ class MainWindow(QMainWindow):
         models_action.triggered.connect(self.show_models)
         tools.addAction(models_action)
         self.stop_action = QAction("S&top", self)
-        self.stop_action.triggered.connect(self.stop)
+        self.stop_action.triggered.connect(lambda: self.stop())
         tools.addAction(self.stop_action)
 
     # databases ------------------------------------------------------------------------------
@@ -292,22 +311,25 @@ class MainWindow(QMainWindow):
             return
         page = DatabasePage(db, schema, self.pool, self)
         page.chat.ask_requested.connect(lambda question, p=page: self.ask(p, question))
-        page.chat.stop_requested.connect(self.stop)
+        page.chat.stop_requested.connect(lambda p=page: self.stop(p))
+        page.chat.watch_requested.connect(lambda p=page: self.watch_recording(p))
+        page.chat.set_recording_available(page.is_demo)
         page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
-        page.damaged.connect(self.show_error)
+        page.damaged.connect(self.show_message)
         page.sql.user_ran.connect(lambda sql, rows, error, p=page: self._record_rerun(p, sql, rows, error))
         index = self.tabs.addTab(page, db.name)
         self.tabs.setTabToolTip(index, str(db.path))
         self.tabs.setCurrentIndex(index)
         self.tabs.show()
         self.empty.hide()
-        self.banner.hide()
         self.settings.add_recent_database(str(path))
-        self._save_settings()
+        self._remember_open_tabs()
         self.refresh_recent_menu()
         self._restore_conversation(page)
+        self._show_large_schema_hint(page)
         self._refresh_ask_state()
-        self.show_message(f"Opened {db.name}: {len(schema.visible())} tables and views.")
+        if not self._live:  # a running episode's state stays in the status bar
+            self.show_message(f"Opened {db.name}: {len(schema.visible())} tables and views.")
         self.database_opened.emit(page)
 
     def _open_failed(self, path: Path, exc: BaseException) -> None:
@@ -321,9 +343,10 @@ class MainWindow(QMainWindow):
             return
         for live in self._live.values():
             if live.page is page:
-                self.stop()
+                self.stop(page)
         page.close_database()
         self.tabs.removeTab(index)
+        self._remember_open_tabs()
         page.setParent(None)
         self._release_when_idle(page)
         if self.tabs.count() == 0:
@@ -342,6 +365,34 @@ class MainWindow(QMainWindow):
             return
         page.release()
         page.deleteLater()
+
+    def restore_tabs(self) -> None:
+        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
+        saved = [Path(p) for p in self.settings.open_databases]
+        if not saved:
+            self.open_demo()
+            return
+        from sqale_desktop.core.demo import is_demo_database
+
+        for path in saved:
+            if is_demo_database(path):
+                self.open_demo()  # regenerated when the app's demo changed
+            else:
+                self.open_database(path)
+
+    def _remember_open_tabs(self) -> None:
+        if self._closed:
+            return  # closing the window closes tabs; they are to come back next time
+        self.settings.open_databases = [str(page.path) for page in self.pages()]
+        self._save_settings()
+
+    def _show_large_schema_hint(self, page: DatabasePage) -> None:
+        """A database with 40+ tables: point at M_SQaLe (trained on large schemas), on its tab."""
+        from sqale_desktop.core.models.catalog import large_schema_hint
+
+        hint = large_schema_hint(len(page.schema_model.countable_tables()), self.model_checkpoint)
+        if hint:
+            page.banners.show_banner("large_schema", hint, "info", ("Models…", self.show_models))
 
     def refresh_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -366,25 +417,74 @@ class MainWindow(QMainWindow):
         """Start an episode for ``question`` on ``page``'s database; returns its id."""
         if self._live or not self.has_engine:
             return None
+        return self._start_episode(page, question)
+
+    def watch_recording(self, page: DatabasePage) -> int | None:
+        """Play the recorded demo episode on ``page`` through the real loop and tools (no model).
+
+        The recording's completions go through the replay engine at a readable pace; every tool
+        result is computed on the database now, and the answer ends in the real grid.
+        """
+        if self._live:
+            return None
+        from sqale_desktop.core.engines.replay import ReplayEngine
+        from sqale_desktop.ui.episodes import default_episode_fn, load_recording
+
+        try:
+            recording = load_recording()
+        except (OSError, ValueError) as exc:
+            page.banners.show_banner("recording", f"The recorded episode could not be read: {exc}", "error")
+            return None
+        delay = self.recording_delay
+
+        def engine() -> Any:
+            return ReplayEngine(recording.completions, chunk_chars=8, delay=delay)
+
+        return self._start_episode(
+            page, recording.question, (engine, default_episode_fn(self.settings)), recording=True
+        )
+
+    def _start_episode(
+        self,
+        page: DatabasePage,
+        question: str,
+        override: tuple[EngineFactory, EpisodeFn] | None = None,
+        recording: bool = False,
+    ) -> int:
         entry_id = None
         if self.history is not None and page.conversation_id is not None:
             try:
                 entry_id = self.history.add_question(page.conversation_id, question)
             except Exception as exc:  # history trouble must not stop the question
                 log.warning("could not record the question: %s", exc)
-        view = page.chat.begin(question)
-        episode_id = self.runner.ask(question, page.path)
-        self._live[episode_id] = _Live(page, view, entry_id)
+        view = page.chat.begin(question, recording=recording)
+        if override is not None:
+            episode_id = self.runner.ask(question, page.path, *override)
+        else:
+            episode_id = self.runner.ask(question, page.path)
+        self._live[episode_id] = _Live(page, view, entry_id, recording)
         self.context_label.setText("")
+        what = "Playing the recorded answer" if recording else "The agent is working"
+        self.show_message(f"{what} in {page.db.name}…")  # never the last episode's "Stopped."
         self._refresh_ask_state()
         return episode_id
 
-    def stop(self) -> None:
-        """Esc / Stop: cancel generation and the running queries together."""
-        if self._live:
+    def running_page(self) -> DatabasePage | None:
+        """The tab whose episode is running, if one is."""
+        return next((live.page for live in self._live.values()), None)
+
+    def stop(self, page: DatabasePage | None = None) -> None:
+        """Esc / Stop on ``page`` (the current tab when None): cancel that tab's episode, if it runs
+        there, and that tab's queries.  Another tab's episode is never stopped from here."""
+        page = page if page is not None else self.current_page()
+        running = self.running_page()
+        if running is not None and running is page:
             self.runner.stop()
             self.show_message("Stopping…")
-        page = self.current_page()
+        elif running is not None:
+            self.show_message(
+                f"The agent is answering in {running.db.name}; Stop (or Esc) on that tab stops it."
+            )
         if page is not None:
             page.stop_queries()
 
@@ -468,13 +568,29 @@ class MainWindow(QMainWindow):
         if error:
             self.show_message(f"The episode could not run: {error}")
         elif episode is not None:
-            self.show_message("Stopped." if episode.ended_by == "cancelled" else "Answer ready.")
+            prefix = "Recording: " if live.recording else ""
+            self.show_message(prefix + ended_by_status(episode.ended_by))
         self.episode_finished.emit(episode)
 
     def _refresh_ask_state(self) -> None:
-        reason = "" if self.has_engine else "No model installed: Tools → Models… to download one."
+        running = self.running_page()
+        index = self.tabs.indexOf(running) if running is not None else -1
         for page in self.pages():
-            page.chat.set_ask_enabled(self.has_engine and not self._live, reason)
+            i = self.tabs.indexOf(page)
+            busy = page is running
+            self.tabs.setTabText(i, ("● " if busy else "") + page.db.name)
+            self.tabs.setTabToolTip(i, str(page.path) + ("\nThe agent is working here." if busy else ""))
+            if running is not None and not busy:
+                reason = (
+                    f"Ask waits: the agent is answering in {running.db.name} (tab {index + 1}). "
+                    "Stop it there or wait for its answer."
+                )
+            elif not self.has_engine:
+                reason = "No model installed: Tools → Models… to download one."
+            else:
+                reason = ""
+            page.chat.set_ask_enabled(self.has_engine and running is None, reason)
+            page.chat.watch_button.setEnabled(running is None)
 
     def _engine_state(self, state: str, text: str) -> None:
         if state == "loading":
@@ -504,6 +620,8 @@ class MainWindow(QMainWindow):
         else:
             self.model_label.setText(f"Model: {description or 'not loaded yet'}")
         self._refresh_ask_state()
+        if self._resolve_engine is not None:  # the app's own engine choice: a model from the registry
+            self.check_model()
 
     # history --------------------------------------------------------------------------------
     def _restore_conversation(self, page: DatabasePage) -> None:
@@ -549,6 +667,7 @@ class MainWindow(QMainWindow):
 
     # messages -------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:
+        """An error that concerns no tab in particular (a file that did not open, the settings)."""
         self.banner_label.setText(text)
         self.banner.show()
         self.show_message(text)
@@ -599,20 +718,38 @@ class MainWindow(QMainWindow):
             apply_theme(app, new.theme)
             for page in self.pages():
                 page.refresh_palette()
-        self.settings_changed()
+        if any(getattr(old, name) != getattr(new, name) for name in MODEL_AFFECTING):
+            self.settings_changed()
+        else:
+            self._keep_engine()
+
+    def _keep_engine(self) -> None:
+        """Sampling, row and query limits changed: the next episode uses them, the model stays loaded."""
+        if self._resolve_engine is None:
+            return
+        _factory, _description, episode_fn = self._resolve_engine(self.settings)
+        self.runner.set_episode_fn(episode_fn)
 
     def settings_changed(self) -> None:
         """Rebuild the engine from the settings (a new model, another server)."""
         if self._resolve_engine is not None:
             self.set_engine_factory(*self._resolve_engine(self.settings))
 
-    def show_models(self) -> None:
+    def show_models(self, start_suggested: bool = False) -> None:
         from sqale_desktop.ui.model_manager import ModelManagerDialog
 
-        dialog = ModelManagerDialog(self.pool, self)
+        page = self.current_page()
+        tables = len(page.schema_model.countable_tables()) if page is not None else None
+        dialog = ModelManagerDialog(
+            self.pool, self, active_model_id=self.settings.model_id, table_count=tables
+        )
         dialog.model_chosen.connect(self._use_model)
         dialog.models_changed.connect(self.settings_changed)
+        self.models_dialog = dialog
+        if start_suggested:
+            dialog.get_suggested()
         dialog.exec()
+        self.models_dialog = None
         if self.has_engine:
             self.offer.hide()
 
@@ -620,6 +757,60 @@ class MainWindow(QMainWindow):
         import dataclasses
 
         self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
+
+    def check_model(self) -> None:
+        """Read the chosen model's GGUF header on the pool and warn, before the first question, when
+        it is not one of the SQaLe agents or the context is above its training context."""
+        if self._model_job is not None:
+            self._model_job.request_cancel()
+        self.model_banners.dismiss("fitness")
+        self.model_banners.dismiss("context")
+        if self.settings.engine != "llama":
+            return
+        model_id, n_ctx = self.settings.model_id, self.settings.n_ctx
+
+        def job(_ctx: JobContext) -> tuple[Any, str | None]:
+            from sqale_desktop.core.models.gguf_info import read_gguf_info
+            from sqale_desktop.core.models.registry import Registry
+
+            record = Registry().usable(model_id)
+            if record is None:
+                return None, None
+            return read_gguf_info(record.path), record.source_checkpoint
+
+        def done(result: tuple[Any, str | None]) -> None:
+            self._model_job = None
+            info, checkpoint = result
+            if self._closed:
+                return
+            self.show_model_info(info, checkpoint, n_ctx)
+
+        def failed(exc: BaseException) -> None:
+            self._model_job = None
+            if not self._closed:
+                self.model_banners.show_banner("fitness", f"The model file could not be read: {exc}", "error")
+                self.model_checked.emit(None)
+
+        self._model_job = self.pool.start(job, finished=done, failed=failed)
+
+    def show_model_info(self, info: Any, checkpoint: str | None, n_ctx: int) -> None:
+        """Show what the model's metadata says (called with the result of ``check_model``)."""
+        from sqale_desktop.core.models.gguf_info import context_warning, fitness_warning
+
+        self.model_checkpoint = checkpoint
+        if info is not None:
+            warning = fitness_warning(info, checkpoint)
+            if warning:
+                self.model_banners.show_banner("fitness", warning, "warning", ("Models…", self.show_models))
+            context = context_warning(info, n_ctx)
+            if context:
+                self.model_banners.show_banner("context", context, "warning")
+        self.model_checked.emit(info)
+
+    def download_suggested_model(self) -> None:
+        """The first-run offer's one click: the model manager finds the suggested build of the
+        default checkpoint, downloads it with progress and selects it (or offers conversion)."""
+        self.show_models(start_suggested=True)
 
     def offer_model_download(self) -> None:
         """First run without a model: say so where it cannot be missed, with a way to fix it."""

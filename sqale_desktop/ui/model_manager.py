@@ -8,6 +8,7 @@ conditions with messages for people (``ModelError``), shown under the list.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sqale_desktop.core.models.catalog import CATALOG, default_entry
+from sqale_desktop.core.models.catalog import (
+    CATALOG,
+    conversion_estimate,
+    explain_choice,
+    large_schema_hint,
+    suggested_entry,
+)
 from sqale_desktop.core.models.convert.quantize import DEFAULT_QUANT, QUANT_TYPES
 from sqale_desktop.core.models.registry import ModelRecord, Registry
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -54,15 +61,24 @@ class ModelManagerDialog(QDialog):
     models_changed = Signal()
 
     def __init__(
-        self, pool: TaskPool, parent: QWidget | None = None, registry: Registry | None = None
+        self,
+        pool: TaskPool,
+        parent: QWidget | None = None,
+        registry: Registry | None = None,
+        active_model_id: str = "",
+        table_count: int | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Models")
-        self.resize(820, 520)
+        self.resize(820, 600)
         self._pool = pool
         self.registry = registry or Registry()
+        self.active_model_id = active_model_id
+        self.table_count = table_count
         self._job: JobContext | None = None
+        self._search_job: JobContext | None = None  # hub lookups run beside imports and verifies
         self._files: list[Any] = []
+        self._chain = False  # get_suggested(): download the suggestion once found, then select it
 
         self.table = QTableWidget(0, 4, self)
         self.table.setHorizontalHeaderLabels(["Model", "Size", "From", "Checkpoint"])
@@ -96,7 +112,18 @@ class ModelManagerDialog(QDialog):
             self.checkpoint.setItemData(
                 self.checkpoint.count() - 1, entry.summary, Qt.ItemDataRole.ToolTipRole
             )
-        self.checkpoint.setCurrentIndex(self.checkpoint.findData(default_entry().repo_id))
+        self.checkpoint.setCurrentIndex(self.checkpoint.findData(suggested_entry(table_count).repo_id))
+        self.explanation = QLabel(explain_choice(table_count), self)
+        self.explanation.setObjectName("checkpointExplanation")
+        self.explanation.setWordWrap(True)
+        hint = large_schema_hint(table_count or 0)
+        self.large_hint = QLabel(hint or "", self)
+        self.large_hint.setObjectName("largeSchemaHint")
+        self.large_hint.setWordWrap(True)
+        self.large_hint.setVisible(bool(hint))
+        self.get_button = QPushButton("Get the suggested model", self)
+        self.get_button.setToolTip("Find its GGUF build, download it with progress, and use it")
+        self.get_button.clicked.connect(self.get_suggested)
         self.repo = QLineEdit(self)
         self.repo.setPlaceholderText("GGUF repository (owner/name); Find fills it in")
         self.find_button = QPushButton("Find GGUF builds", self)
@@ -115,6 +142,9 @@ class ModelManagerDialog(QDialog):
         row1 = QHBoxLayout()
         row1.addWidget(QLabel("Checkpoint", download))
         row1.addWidget(self.checkpoint, 1)
+        row1.addWidget(self.get_button)
+        download_layout.addWidget(self.explanation)
+        download_layout.addWidget(self.large_hint)
         row2 = QHBoxLayout()
         row2.addWidget(self.repo, 1)
         row2.addWidget(self.find_button)
@@ -183,6 +213,11 @@ class ModelManagerDialog(QDialog):
             missing = not Path(record.path).is_file()
             if missing:
                 name.setText(f"{record.name} (file missing)")
+            if record.id == self.active_model_id:
+                name.setText(f"✓ {name.text()} — in use")
+                font = name.font()
+                font.setBold(True)
+                name.setFont(font)
             self.table.setItem(row, 0, name)
             self.table.setItem(row, 1, QTableWidgetItem(_size(record.size)))
             self.table.setItem(row, 2, QTableWidgetItem(record.repo or record.origin))
@@ -191,7 +226,8 @@ class ModelManagerDialog(QDialog):
         for button in (self.use_button, self.verify_button, self.remove_button):
             button.setEnabled(has)
         if has and not self.table.selectedItems():
-            self.table.selectRow(0)
+            active = next((r for r, rec in enumerate(records) if rec.id == self.active_model_id), 0)
+            self.table.selectRow(active)
         if not has and not self.message.text():
             self.message.setText(
                 "No model installed yet. Download one below, or import a GGUF file you have."
@@ -207,6 +243,8 @@ class ModelManagerDialog(QDialog):
         model_id = self.selected_id()
         if model_id:
             self.model_chosen.emit(model_id)
+            self.active_model_id = model_id
+            self.refresh()
             self.message.setText(f"Using {model_id}; it loads on the next question.")
 
     def remove_selected(self) -> None:
@@ -253,8 +291,18 @@ class ModelManagerDialog(QDialog):
         )
 
     # download -------------------------------------------------------------------------------
+    def get_suggested(self) -> None:
+        """One click: find the suggested checkpoint's GGUF build, download the suggested file with
+        progress, and use it; when no build exists, say what converting would cost."""
+        if self._job is not None or self._search_job is not None:
+            return
+        self._chain = True
+        self.repo.clear()
+        self.find_builds()
+
     def find_builds(self) -> None:
-        if self._job is not None:
+        """Ask the hub on the pool; installed-model actions (Import, Verify) stay usable meanwhile."""
+        if self._search_job is not None:
             return
         checkpoint = str(self.checkpoint.currentData())
         repo = self.repo.text().strip()
@@ -266,17 +314,38 @@ class ModelManagerDialog(QDialog):
                 return "", []
             return found, hub.list_gguf_files(found)
 
-        self._busy("Asking the hub…")
-        self._job = self._pool.start(job, finished=self._found, failed=lambda exc: self._done(str(exc)))
+        self.message.setText("Asking the hub…")
+        self.find_button.setEnabled(False)
+        self.get_button.setEnabled(False)
+        self.download_button.setEnabled(False)
+        self._search_job = self._pool.start(job, finished=self._found, failed=self._search_failed)
+
+    def _search_over(self) -> None:
+        self._search_job = None
+        self.find_button.setEnabled(True)
+        self.get_button.setEnabled(self._job is None)
+        self.download_button.setEnabled(self._job is None)
+
+    def _search_failed(self, exc: BaseException) -> None:
+        self._search_over()
+        self._chain = False
+        self.message.setText(str(exc))
 
     def _found(self, result: tuple[str, list[Any]]) -> None:
         from sqale_desktop.core.models import hub
 
+        self._search_over()
         repo, files = result
         self._files = files
         self.file.clear()
-        if not repo:
-            self._done("No GGUF build of this checkpoint was found on the hub.")
+        if not repo or not files:
+            self._chain = False
+            estimate = conversion_estimate(os.cpu_count() or 1)
+            self.message.setText(
+                "No GGUF build of this checkpoint was found on the hub. Convert it on this computer "
+                f"below (Convert). {estimate}"
+            )
+            self.convert_button.setFocus()
             return
         self.repo.setText(repo)
         for f in files:
@@ -284,7 +353,9 @@ class ModelManagerDialog(QDialog):
         suggested = hub.suggest_file(files)
         if suggested is not None:
             self.file.setCurrentIndex(self.file.findData(suggested.name))
-        self._done(f"{len(files)} GGUF files in {repo}.")
+        self.message.setText(f"{len(files)} GGUF files in {repo}.")
+        if self._chain and suggested is not None:
+            self.download()
 
     def download(self) -> None:
         if self._job is not None:
@@ -313,13 +384,21 @@ class ModelManagerDialog(QDialog):
 
         self._busy(f"Downloading {name}…")
         self._job = self._pool.start(
-            job,
-            finished=lambda result: self._done(
-                " ".join([f"Installed {result.record.id}.", *result.notes]), changed=True
-            ),
-            failed=lambda exc: self._done(str(exc)),
-            progress=self._download_progress,
+            job, finished=self._downloaded, failed=self._download_failed, progress=self._download_progress
         )
+
+    def _downloaded(self, result: Any) -> None:
+        chained, self._chain = self._chain, False
+        self._done(" ".join([f"Installed {result.record.id}.", *result.notes]), changed=True)
+        if chained:  # the one-click path ends with the model selected
+            self.active_model_id = result.record.id
+            self.model_chosen.emit(result.record.id)
+            self.refresh()
+            self.message.setText(f"Installed and using {result.record.id}; it loads on the next question.")
+
+    def _download_failed(self, exc: BaseException) -> None:
+        self._chain = False
+        self._done(str(exc))
 
     # convert --------------------------------------------------------------------------------
     def ask_convert_folder(self) -> None:
@@ -379,7 +458,7 @@ class ModelManagerDialog(QDialog):
         self.cancel_button.setEnabled(True)
         for button in (
             self.download_button,
-            self.find_button,
+            self.get_button,
             self.verify_button,
             self.import_button,
             self.convert_button,
@@ -390,8 +469,11 @@ class ModelManagerDialog(QDialog):
         self._job = None
         self.message.setText(text)
         self.cancel_button.setEnabled(False)
-        for button in (self.download_button, self.find_button, self.import_button, self.convert_button):
+        for button in (self.import_button, self.convert_button):
             button.setEnabled(True)
+        searching = self._search_job is not None
+        for button in (self.download_button, self.find_button, self.get_button):
+            button.setEnabled(not searching)
         self.refresh()
         if changed:
             self.progress.setValue(self.progress.maximum())
@@ -416,6 +498,7 @@ class ModelManagerDialog(QDialog):
 
     def done(self, result: int) -> None:
         """Closing the dialog cancels what it started (the pool is joined by the window)."""
-        if self._job is not None:
-            self._job.request_cancel()
+        for job in (self._job, self._search_job):
+            if job is not None:
+                job.request_cancel()
         super().done(result)

@@ -126,7 +126,9 @@ def test_unreadable_files_give_a_clear_message(
     with qtbot.waitSignal(page.damaged, timeout=10_000) as blocker:
         pass
     assert "damaged" in blocker.args[0] and "anki_corrupt_diskfull.anki2" in blocker.args[0]
-    qtbot.waitUntil(lambda: "damaged" in window.banner_label.text())
+    # The warning belongs to the damaged file's tab, next to (not instead of) other messages.
+    qtbot.waitUntil(lambda: "damaged" in page.banners.texts().get("damaged", ""))
+    assert "damaged" not in window.banner_label.text()
     window.grab().save(str(artifacts / "error.png"))
 
 

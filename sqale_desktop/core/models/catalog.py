@@ -98,3 +98,64 @@ def large_schema_hint(table_count: int, current_checkpoint: str | None = None) -
         f"in big databases ({SQALE.accuracy.sqale_test:g}% vs {SYNSQL.accuracy.sqale_test:g}% for "
         f"{SYNSQL.name} on the SQaLe test set at full schema size)."
     )
+
+
+CHECKPOINT_DOWNLOAD_GB = 4.6
+"""The safetensors checkpoint's size on the hub (each of the three model cards: 4.6 GB on disk)."""
+GGUF_Q4_K_M_GB = 1.2
+"""A Q4_K_M build of the 2B model (weights 1.17 GiB, ENGINE-NOTES)."""
+QUANTIZE_MINUTES_2_CORES = 1
+"""F16 -> Q4_K_M quantization measured at 56 s on 2 threads (ENGINE-NOTES)."""
+
+
+def suggested_entry(table_count: int | None) -> CatalogEntry:
+    """The checkpoint to offer for a database: M_SQaLe from 40 tables on, else the default."""
+    if table_count is not None and table_count >= LARGE_SCHEMA_TABLES:
+        return SQALE
+    return default_entry()
+
+
+def explain_choice(table_count: int | None) -> str:
+    """Why the dialog offers the checkpoint it offers, with the paper's figures.
+
+    The default is M_SynSQL because its model card is the one that documents this app's protocol
+    (the reference loop, the demo question); M_SQaLe scores highest on the SQaLe test set and was
+    trained on large schemas, so it is suggested for databases with many tables.
+    """
+    best = max(CATALOG, key=lambda e: e.accuracy.sqale_test)
+    default = default_entry()
+    lines = [
+        f"Default: {default.name} ({default.repo_id}), the model whose card describes the protocol this "
+        f"app runs; trained on {default.training.corpus} (median {default.training.median_tables:g} tables "
+        f"per schema). SQaLe test {default.accuracy.sqale_test:g}%, BIRD dev {default.accuracy.bird_dev:g}%, "
+        f"EHRSQL {default.accuracy.ehrsql:g}%.",
+        f"{best.name} has the best SQaLe test score ({best.accuracy.sqale_test:g}%; BIRD dev "
+        f"{best.accuracy.bird_dev:g}%, EHRSQL {best.accuracy.ehrsql:g}%) and was trained on large real-world "
+        f"schemas (median {best.training.median_tables:g} tables).",
+    ]
+    suggested = suggested_entry(table_count)
+    if table_count is not None:
+        if suggested is not default:
+            lines.append(
+                f"Suggested for the open database ({table_count} tables, {LARGE_SCHEMA_TABLES}+): "
+                f"{suggested.name}."
+            )
+        else:
+            lines.append(
+                f"The open database has {table_count} tables (under {LARGE_SCHEMA_TABLES}): the default fits."
+            )
+    return "\n".join(lines)
+
+
+def conversion_estimate(cores: int) -> str:
+    """What converting a checkpoint on this computer costs, in a sentence (sizes from the cards,
+    times from ENGINE-NOTES' measurements, scaled by core count)."""
+    # Quantizing was measured; writing the F16 file and the generation check are taken as about
+    # as long again each (an estimate, said as one).
+    minutes = max(1, round(QUANTIZE_MINUTES_2_CORES * 2 / max(cores, 1) * 3))
+    return (
+        f"Converting downloads the {CHECKPOINT_DOWNLOAD_GB:g} GB checkpoint, writes a GGUF and quantizes "
+        f"it to about {GGUF_Q4_K_M_GB:g} GB: besides the download, an estimated {minutes} minute"
+        f"{'' if minutes == 1 else 's'} on {cores} core{'' if cores == 1 else 's'}, with about "
+        f"{CHECKPOINT_DOWNLOAD_GB * 2 + GGUF_Q4_K_M_GB:.0f} GB of free disk while it works."
+    )

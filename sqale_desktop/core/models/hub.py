@@ -13,7 +13,10 @@ a response (which could echo request headers) reaches the user or a log.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +37,13 @@ EXTRA_FILES = ("sqale_agent.py", "generation_config.json")
 """Fetched from the checkpoint repository next to a GGUF: the exact training prompt strings and
 the sampling settings."""
 
+PROBE_TIMEOUT_S = 1.5
+"""How long the reachability probe waits for a TCP connection to the hub (or the proxy)."""
+PROBE_TTL_S = 30.0
+"""A successful probe is trusted this long, so a search's several calls probe once."""
+
 _log = logging.getLogger(__name__)
+_last_reachable: dict[tuple[str, int], float] = {}
 _QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)(?=[-_.]|$)")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -102,12 +111,59 @@ def quant_of(file_name: str) -> str | None:
     return matches[-1].upper() if matches else None
 
 
+def _probe_target() -> tuple[str, int] | None:
+    """Host and port a request to the hub connects to first: the proxy when one is configured."""
+    from urllib.parse import urlsplit
+
+    url = endpoint()
+    scheme = urlsplit(url).scheme or "https"
+    proxy = os.environ.get(f"{scheme}_proxy") or os.environ.get(f"{scheme.upper()}_PROXY")
+    parts = urlsplit(proxy if proxy else url)
+    if not parts.hostname:
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.hostname, port
+
+
+def ensure_reachable(what: str) -> None:
+    """Fail in under two seconds when the hub cannot be reached at all.
+
+    huggingface_hub retries a refused or timed-out connection five times with backoff (about 25 s
+    in all) before it gives up, which is right for a flaky network and wrong for a computer that
+    is offline: the user then waits half a minute for "offline".  One TCP connection with a short
+    timeout tells the two apart; the library's retries still cover a hub that answers badly.
+    """
+    target = _probe_target()
+    if target is None:
+        return
+    now = time.monotonic()
+    if now - _last_reachable.get(target, -PROBE_TTL_S) < PROBE_TTL_S:
+        return
+    try:
+        with socket.create_connection(target, timeout=PROBE_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise HubUnavailable(
+            f"{what}: could not reach {endpoint()} ({reason}). You seem to be offline; models already "
+            "on disk keep working, and Import GGUF… adds a file you have."
+        ) from None
+    _last_reachable[target] = time.monotonic()
+
+
 @contextmanager
 def translated_errors(what: str) -> Iterator[None]:
-    """Turn huggingface_hub and network exceptions into ``ModelError`` with our own wording."""
+    """Turn huggingface_hub and network exceptions into ``ModelError`` with our own wording.
+
+    The hub's reachability is checked first (:func:`ensure_reachable`), unless offline mode is on
+    (then the library itself refuses at once, with its own exception translated below).
+    """
     import httpx2
+    from huggingface_hub import constants
     from huggingface_hub import errors as hf_errors
 
+    if not constants.HF_HUB_OFFLINE:
+        ensure_reachable(what)
     try:
         yield
     except ModelError:
