@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 FORMAT_CHOICES = ("plain", "spider", "bird", "sqale")
 METRIC_CHOICES = ("sqale", "spider", "bird")
+
+
+DEFAULT_LLAMA_CTX = 16384
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -42,6 +51,63 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="time limit per query (30 s)")
     p.add_argument("--json", action="store_true", help="print one JSON object with every question's verdict")
     p.set_defaults(handler=run_score)
+
+    p = sub.add_parser(
+        "run",
+        help="run agent episodes over a question set and score each by execution",
+        description="Run one agent episode per question, score it by execution and save it at once "
+        "to RUN_DIR/episodes.jsonl (Ctrl+C loses nothing; --resume continues). Exit status: 0 every "
+        "question was run, 1 stopped early or a known problem, 2 bad usage.",
+    )
+    _question_args(p)
+    p.add_argument(
+        "--engine",
+        choices=("llama", "openai", "replay"),
+        help="llama: the model in-process (default), one episode at a time; openai: OpenAI-compatible "
+        "server(s) (--base-url); replay: scripted completions (--replay)",
+    )
+    p.add_argument(
+        "--model", metavar="GGUF_PATH", help="GGUF model file (llama; default: the installed model)"
+    )
+    p.add_argument(
+        "--model-dir", metavar="DIR", help="folder with the model's sqale_agent.py (default: the GGUF's)"
+    )
+    p.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="OpenAI-compatible server; repeat to spread episodes over several servers",
+    )
+    p.add_argument("--server-model", metavar="NAME", help="model name to ask the servers for")
+    p.add_argument(
+        "--replay",
+        metavar="FILE",
+        help='replay scripts: JSON {"<id>": [completions]} or JSON Lines {"id", "completions"}; '
+        "the word 'gold' submits each gold query (a self-check of the harness)",
+    )
+    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="episodes at once (1)")
+    p.add_argument(
+        "--condition",
+        default="full",
+        metavar="gold|distractors:K|full",
+        help="schema size: the gold tables only, plus K distractor tables (32), or the full schema (default)",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
+    p.add_argument("--sample", type=int, metavar="N", help="a random sample of N questions (--seed)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed for --sample and distractors (0)")
+    p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: ./sqale-eval-<time>)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run: finished questions are not run again")
+    _metric_arg(p)
+    p.add_argument(
+        "--timeout", type=float, default=30.0, metavar="S", help="time limit per scoring query (30 s)"
+    )
+    p.add_argument(
+        "--params",
+        type=float,
+        metavar="N",
+        help="model parameters for the TFLOPs estimate (default: from the GGUF; unknown for servers)",
+    )
+    p.set_defaults(handler=run_run)
 
 
 def _question_args(p: argparse.ArgumentParser) -> None:
@@ -125,3 +191,245 @@ def _print_score(summary: dict[str, Any]) -> None:
     for entry in summary["questions"]:
         if entry["gold_error"]:
             print(f"  {entry['id']}: gold query failed: {entry['gold_error']}")
+
+
+class _Usage(Exception):
+    """Options that cannot work together; the message says which."""
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from sqale_desktop.core.engines.base import EngineError
+    from sqale_desktop.core.eval.conditions import ConditionError, parse_condition
+    from sqale_desktop.core.eval.questions import QuestionSetError
+
+    try:
+        condition = parse_condition(args.condition)
+        if args.concurrency < 1:
+            raise _Usage("--concurrency must be at least 1")
+        if args.out and args.resume and Path(args.out) != Path(args.resume):
+            raise _Usage("give --out or --resume, not both")
+        kind = args.engine or ("replay" if args.replay else "openai" if args.base_url else "llama")
+        qset = _load_questions(args)
+        qset.select(limit=args.limit, sample=args.sample, seed=args.seed)
+        run_dir = _run_dir(args)
+        engine_for, engine_facts, protocol = _engines(kind, args)
+    except (_Usage, ConditionError) as exc:
+        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (QuestionSetError, EngineError) as exc:
+        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if kind == "llama" and args.concurrency > 1:
+        print("note: the in-process llama engine runs one episode at a time", file=sys.stderr)
+        args.concurrency = 1
+    try:
+        _write_run_json(run_dir, args, qset, condition, kind, engine_facts, protocol)
+    except _Usage as exc:
+        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _execute(run_dir, args, qset, condition, engine_for, engine_facts, protocol)
+
+
+def _run_dir(args: argparse.Namespace) -> Path:
+    if args.resume:
+        path = Path(args.resume)
+        if not (path / "run.json").is_file():
+            raise _Usage(f"{path} is not a run folder (no run.json)")
+        return path
+    if args.out:
+        path = Path(args.out)
+        if (path / "episodes.jsonl").exists():
+            raise _Usage(f"{path} already holds a run: use --resume {path} to continue it")
+        return path
+    from sqale_desktop.core.eval.run_settings import now
+
+    return Path(f"sqale-eval-{now().replace(':', '').replace('+0000', 'Z')}")
+
+
+def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
+    """The per-episode engine chooser, what run.json says about the engine, and the protocol."""
+    from sqale_desktop.core.agent.protocol import load_protocol
+
+    facts: dict[str, Any] = {"kind": kind}
+    if kind == "replay":
+        from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for
+
+        if not args.replay:
+            raise _Usage("--engine replay needs --replay FILE (or --replay gold)")
+        facts["replay"] = args.replay
+        scripts: Any = gold_script if args.replay == "gold" else load_scripts(Path(args.replay))
+        facts["parameters"] = args.params
+        return (
+            replay_engine_for(scripts),
+            facts,
+            load_protocol(Path(args.model_dir) if args.model_dir else None),
+        )
+    if kind == "openai":
+        from sqale_desktop.commands.agent_commands import _api_key
+        from sqale_desktop.core.engines.openai_http import OpenAIEngine
+
+        if not args.base_url:
+            raise _Usage("--engine openai needs --base-url URL")
+        key = _api_key()
+        engines = [OpenAIEngine(url, api_key=key, model=args.server_model) for url in args.base_url]
+        facts["base_urls"] = [e.base_url for e in engines]
+        facts["server_model"] = engines[0].model
+        facts["parameters"] = args.params
+        if args.model:
+            facts["model"] = _model_facts(Path(args.model))
+        return (
+            (lambda question, index: engines[index % len(engines)]),
+            facts,
+            load_protocol(Path(args.model_dir) if args.model_dir else None),
+        )
+    from sqale_desktop.commands.agent_commands import _installed_model
+    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+
+    if not args.model:
+        record = _installed_model()
+        if record is None:
+            raise _Usage(
+                "--engine llama needs --model GGUF_PATH or an installed model; or use --base-url / --replay"
+            )
+        args.model = record.path
+        args.model_dir = args.model_dir or str(record.model_dir)
+    model = Path(args.model)
+    if not model.is_file():
+        raise _Usage(f"no model file at {model}")
+    facts["model"] = _model_facts(model)
+    facts["parameters"] = args.params or facts["model"].get("parameters")
+    engine = LlamaEngine(model, n_ctx=DEFAULT_LLAMA_CTX, n_gpu_layers="auto", n_threads=None)
+    facts["n_ctx"] = DEFAULT_LLAMA_CTX
+    protocol = load_protocol(Path(args.model_dir) if args.model_dir else model.parent)
+    return (lambda question, index: engine), facts, protocol
+
+
+def _model_facts(path: Path) -> dict[str, Any]:
+    from sqale_desktop.core.eval.run_settings import gguf_facts
+
+    return gguf_facts(path)
+
+
+def _write_run_json(
+    run_dir: Path,
+    args: argparse.Namespace,
+    qset: Any,
+    condition: Any,
+    kind: str,
+    engine: dict[str, Any],
+    protocol: Any,
+) -> None:
+    from sqale_desktop import __version__
+    from sqale_desktop.core.eval.run_settings import machine, now, protocol_facts
+
+    settings = {
+        "questions": str(Path(qset.source).resolve()) if Path(qset.source).exists() else qset.source,
+        "format": qset.format,
+        "phrasing": qset.phrasing,
+        "question_count": len(qset.questions),
+        "notes": qset.notes,
+        "condition": condition.label,
+        "metric": args.metric,
+        "seed": args.seed,
+        "limit": args.limit,
+        "sample": args.sample,
+    }
+    path = run_dir / "run.json"
+    if args.resume:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("questions", "condition", "metric", "seed", "phrasing"):
+            if old.get("settings", {}).get(key) != settings[key]:
+                raise _Usage(
+                    f"--resume {run_dir}: the run used {key} {old.get('settings', {}).get(key)!r}, "
+                    f"not {settings[key]!r}"
+                )
+        old.setdefault("resumed", []).append(now())
+        path.write_text(json.dumps(old, indent=2, ensure_ascii=False), encoding="utf-8")
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    document = {
+        "app_version": __version__,
+        "started": now(),
+        "settings": settings,
+        "engine": engine,
+        "concurrency": args.concurrency,
+        "protocol": protocol_facts(protocol),
+        "machine": machine(),
+    }
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+
+
+def _execute(
+    run_dir: Path,
+    args: argparse.Namespace,
+    qset: Any,
+    condition: Any,
+    engine_for: Any,
+    engine: dict[str, Any],
+    protocol: Any,
+) -> int:
+    from sqale_desktop.core.eval.harness import EvalRun, RunOptions, finished_keys
+    from sqale_desktop.core.paths import cache_dir
+
+    options = RunOptions(
+        metric=args.metric,
+        condition=condition,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        time_limit_s=args.timeout,
+        parameters=engine.get("parameters"),
+    )
+    run = EvalRun(run_dir, engine_for, protocol, options, cache=cache_dir() / "eval" / "reduced")
+    done = finished_keys(run_dir)
+    todo = sum(1 for q in qset.questions if q.key not in done)
+    print(f"run folder: {run_dir} ({todo} of {len(qset.questions)} questions to run)", file=sys.stderr)
+    bar = _progress(todo)
+    correct = count = 0
+    started = time.monotonic()
+    with _cancel_on_ctrl_c(run):
+        try:
+            for record in run.run(qset.questions):
+                count += 1
+                correct += bool(record["correct"])
+                if bar is not None:
+                    minutes = max(time.monotonic() - started, 1e-9) / 60
+                    bar.set_postfix(acc=f"{100 * correct / count:.1f}%", ep_min=f"{count / minutes:.1f}")
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+    close = getattr(engine_for, "close", None)
+    if callable(close):
+        close()
+    if run.cancelled:
+        print(f"stopped: {count} episodes saved; continue with --resume {run_dir}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{correct}/{count} correct this session; episodes in {run_dir / 'episodes.jsonl'}")
+    return EXIT_OK
+
+
+def _progress(total: int) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="ep", desc="eval", file=sys.stderr, dynamic_ncols=True)
+
+
+@contextmanager
+def _cancel_on_ctrl_c(run: Any) -> Iterator[None]:
+    """Ctrl+C stops the run like the app's Stop button; finished episodes are already saved."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        # cancel() interrupts databases and takes locks: never on the signal handler's stack
+        threading.Thread(target=run.cancel, name="eval-stop", daemon=True).start()
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (tests calling main() from a worker)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

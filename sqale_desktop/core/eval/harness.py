@@ -1,0 +1,353 @@
+"""``EvalRun``: real agent episodes over a question set, each scored and saved as it finishes.
+
+The run folder holds ``run.json`` (the settings that produced the run) and ``episodes.jsonl``, one
+line per finished episode, appended and flushed as soon as the episode is scored, so an
+interrupted run loses nothing and ``resume`` continues where it stopped: a question whose last
+line is a finished episode is not run again (an episode that ended in an engine or database
+error is run again; its old line stays for the record, and readers take the last line per id).
+
+Episodes run on a thread pool (``concurrency``) so that a serving cluster (``--engine openai``)
+works on many at once while this process only executes tools; the in-process llama engine must be
+given ``concurrency=1``.  ``cancel()`` (Ctrl+C) stops every running episode the way the app's Stop
+button does (the shared flag plus a database interrupt); a cancelled episode is not recorded.
+
+What each line holds is documented on :func:`episode_record`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.agent.events import Episode, EpisodeEnded
+from sqale_desktop.core.agent.loop import EpisodeControl, run_episode
+from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.base import Engine, EngineError
+from sqale_desktop.core.eval import sql_facts
+from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepare_database
+from sqale_desktop.core.eval.metrics import Metric
+from sqale_desktop.core.eval.questions import EvalQuestion
+from sqale_desktop.core.eval.scorer import DEFAULT_TIME_LIMIT_S, Score, Scorer
+
+EPISODES_FILE = "episodes.jsonl"
+RUN_FILE = "run.json"
+# Tools that open a table by name; run_query opens the tables its SQL reads.
+_TABLE_TOOLS = frozenset({"describe_table", "sample_rows", "distinct_values"})
+
+EngineFor = Callable[[EvalQuestion, int], Engine]
+
+
+@dataclass
+class RunOptions:
+    """How episodes are run and scored."""
+
+    metric: Metric = "sqale"
+    condition: Condition = field(default_factory=lambda: Condition("full"))
+    seed: int = 0
+    concurrency: int = 1
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    # model parameters, for the TFLOPs estimate (2 x parameters x tokens processed); None: unknown
+    parameters: float | None = None
+
+
+def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
+    """Every line of the run's ``episodes.jsonl`` (a torn last line, from a kill -9, is skipped)."""
+    path = run_dir / EPISODES_FILE
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def latest_by_question(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The last record of each question (by key), in first-seen order."""
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        latest[str(record.get("id"))] = record
+    return latest
+
+
+def finished_keys(run_dir: Path) -> set[str]:
+    """Questions whose last episode finished (did not end in an error)."""
+    return {
+        key
+        for key, rec in latest_by_question(read_episodes(run_dir)).items()
+        if rec.get("ended_by") != "error"
+    }
+
+
+class EvalRun:
+    """One evaluation run into ``run_dir``; see the module docstring."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        engine_for: EngineFor,
+        protocol: AgentProtocol,
+        options: RunOptions,
+        *,
+        cache: Path,
+    ) -> None:
+        if options.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.run_dir = run_dir
+        self.engine_for = engine_for
+        self.protocol = protocol
+        self.options = options
+        self.cache = cache
+        self.scorer = Scorer(options.metric, time_limit_s=options.time_limit_s)
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._controls: dict[int, EpisodeControl] = {}  # by id(): the dataclass is not hashable
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def cancel(self) -> None:
+        """Stop every running episode and query; episodes not started yet are not started."""
+        self._cancel.set()
+        with self._lock:
+            controls = list(self._controls.values())
+        for control in controls:
+            control.cancel()
+        self.scorer.interrupt()
+
+    def run(self, questions: Sequence[EvalQuestion]) -> Iterator[dict[str, Any]]:
+        """Run the questions not finished yet; yields each record once it is saved."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        done = finished_keys(self.run_dir)
+        todo = [q for q in questions if q.key not in done]
+        path = self.run_dir / EPISODES_FILE
+        with (
+            path.open("a", encoding="utf-8") as out,
+            ThreadPoolExecutor(
+                max_workers=self.options.concurrency, thread_name_prefix="eval-episode"
+            ) as pool,
+        ):
+            pending: set[Future[dict[str, Any] | None]] = set()
+            queue = iter(enumerate(todo))
+            try:
+                while True:
+                    # Keep only a few episodes queued beyond the running ones, so a cancel does
+                    # not leave thousands of futures to drain.
+                    while len(pending) < 2 * self.options.concurrency and not self.cancelled:
+                        item = next(queue, None)
+                        if item is None:
+                            break
+                        pending.add(pool.submit(self._episode, item[1], item[0]))
+                    if not pending:
+                        break
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        record = future.result()
+                        if record is None:
+                            continue
+                        out.write(json.dumps(record, ensure_ascii=False, default=_json_value) + "\n")
+                        out.flush()
+                        yield record
+            finally:
+                self.cancel_if_abandoned(pending)
+
+    def cancel_if_abandoned(self, pending: set[Future[dict[str, Any] | None]]) -> None:
+        """The consumer stopped early (or an exception unwinds): stop what is still running."""
+        if any(not f.done() for f in pending):
+            self.cancel()
+
+    # -- one episode ---------------------------------------------------------------------------
+
+    def _episode(self, question: EvalQuestion, index: int) -> dict[str, Any] | None:
+        if self.cancelled:
+            return None
+        from sqale_desktop.core.db import DatabaseError, open_readonly
+        from sqale_desktop.core.tools import ToolBox
+
+        started = time.perf_counter()
+        condition = self.options.condition
+        try:
+            db_path, gold = prepare_database(
+                question.db_path,
+                question.gold_sql,
+                condition,
+                seed=self.options.seed,
+                question_key=question.key,
+                cache=self.cache,
+            )
+            db = open_readonly(db_path)
+        except (ConditionError, DatabaseError) as exc:
+            return _failed_record(question, condition, str(exc), time.perf_counter() - started)
+        try:
+            engine = self.engine_for(question, index)
+        except EngineError as exc:
+            db.close()
+            return _failed_record(question, condition, str(exc), time.perf_counter() - started)
+        control = EpisodeControl(db, self._cancel)
+        with self._lock:
+            self._controls[id(control)] = control
+        episode: Episode | None = None
+        try:
+            events = run_episode(
+                question.question,
+                db,
+                ToolBox(db),
+                engine,
+                self.protocol,
+                cancel=self._cancel,
+                db_label=question.db_id,
+            )
+            for event in events:
+                if isinstance(event, EpisodeEnded):
+                    episode = event.episode
+        finally:
+            with self._lock:
+                self._controls.pop(id(control), None)
+            db.close()
+        if episode is None or episode.ended_by == "cancelled" or self.cancelled:
+            return None
+        score = self.scorer.score(db_path, question.gold_sql, episode.sql)
+        if self.cancelled and score.pred_error and "cancelled" in score.pred_error:
+            return None
+        return episode_record(
+            question,
+            condition,
+            episode,
+            score,
+            gold,
+            seconds=time.perf_counter() - started,
+            parameters=self.options.parameters,
+            engine=engine.describe(),
+        )
+
+
+def episode_record(
+    question: EvalQuestion,
+    condition: Condition,
+    episode: Episode,
+    score: Score,
+    gold_tables: Sequence[str],
+    *,
+    seconds: float,
+    parameters: float | None,
+    engine: str,
+) -> dict[str, Any]:
+    """One line of ``episodes.jsonl``.
+
+    ``rounds``: assistant turns; ``tool_calls``: ``total``, ``distinct`` (by tool and arguments)
+    and ``per_round``; ``tokens``: ``prompt`` (the episode prompt's final length), ``completion``
+    and ``evaluated`` (what the model actually ran through); ``tflops``: 2 x parameters x
+    evaluated tokens / 1e12 (None when the parameter count is unknown); ``gold_tables_opened``:
+    every gold table was described, sampled, had its values listed, or was read by a
+    ``run_query`` that ran (None when the gold query names no table); ``literals_seen``: the share
+    of the gold query's string literals that appeared (case-insensitively) in any tool output
+    before the answer (None when it has none); ``trace``: the whole episode.
+    """
+    calls = [call for turn in episode.turns for call in turn.calls]
+    distinct = {(c.tool, json.dumps(c.args, sort_keys=True, default=str)) for c in calls}
+    opened = tables_opened(episode)
+    gold_lower = {t.lower() for t in gold_tables}
+    literals = sql_facts.string_literals(question.gold_sql)
+    seen_text = "\n".join(c.output for c in calls if c.tool != "submit_sql").lower()
+    seen = [lit for lit in literals if lit.lower() in seen_text]
+    stats = episode.stats
+    tokens_processed = stats.evaluated_tokens or stats.prompt_tokens
+    return {
+        "id": question.id,
+        "db_id": question.db_id,
+        "condition": condition.label,
+        "question": question.question,
+        "gold_sql": question.gold_sql,
+        "predicted_sql": episode.sql,
+        "ended_by": episode.ended_by,
+        "correct": score.correct,
+        "f1": score.f1,
+        "pred_error": score.pred_error,
+        "gold_error": score.gold_error,
+        "error": episode.error,
+        "rounds": len(episode.turns),
+        "tool_calls": {
+            "total": len(calls),
+            "distinct": len(distinct),
+            "per_round": [len(turn.calls) for turn in episode.turns],
+        },
+        "tokens": {
+            "prompt": stats.prompt_tokens,
+            "completion": stats.completion_tokens,
+            "evaluated": stats.evaluated_tokens,
+        },
+        "seconds": seconds,
+        "tflops": 2 * parameters * tokens_processed / 1e12 if parameters else None,
+        "gold_tables": list(gold_tables),
+        "tables_opened": sorted(opened),
+        "gold_tables_opened": gold_lower <= opened if gold_lower else None,
+        "literals": len(literals),
+        "literals_seen": len(seen) / len(literals) if literals else None,
+        "engine": engine,
+        "trace": episode.to_json(),
+    }
+
+
+def tables_opened(episode: Episode) -> set[str]:
+    """Lower-cased names of the tables the model opened before answering (see ``episode_record``)."""
+    opened: set[str] = set()
+    for turn in episode.turns:
+        for call in turn.calls:
+            if not call.ok:
+                continue
+            if call.tool in _TABLE_TOOLS and isinstance(call.args.get("table_name"), str):
+                opened.add(call.args["table_name"].lower())
+            elif call.tool == "run_query" and isinstance(call.args.get("sql"), str):
+                opened.update(sql_facts.tables(call.args["sql"]))
+    return opened
+
+
+def _failed_record(
+    question: EvalQuestion, condition: Condition, message: str, seconds: float
+) -> dict[str, Any]:
+    """An episode that could not start (its database could not be prepared or opened)."""
+    return {
+        "id": question.id,
+        "db_id": question.db_id,
+        "condition": condition.label,
+        "question": question.question,
+        "gold_sql": question.gold_sql,
+        "predicted_sql": None,
+        "ended_by": "error",
+        "correct": False,
+        "f1": None,
+        "pred_error": None,
+        "gold_error": None,
+        "error": message,
+        "rounds": 0,
+        "tool_calls": {"total": 0, "distinct": 0, "per_round": []},
+        "tokens": {"prompt": 0, "completion": 0, "evaluated": 0},
+        "seconds": seconds,
+        "tflops": None,
+        "gold_tables": [],
+        "tables_opened": [],
+        "gold_tables_opened": None,
+        "literals": 0,
+        "literals_seen": None,
+        "engine": "",
+        "trace": None,
+    }
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<BLOB {len(bytes(value))} bytes>"
+    return str(value)

@@ -1,0 +1,76 @@
+"""The settings that produced a run, written to ``run.json``: model file, engine, sampling, machine.
+
+The model's parameter count (for the TFLOPs estimate) and quantization are read from the GGUF
+header with the ``gguf`` library (memory-mapped: nothing is loaded); its sha256 is hashed from the
+file, so a report names exactly the weights that produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.agent.protocol import AgentProtocol
+
+_HASH_BLOCK = 4 * 1024 * 1024
+
+
+def gguf_facts(path: Path) -> dict[str, Any]:
+    """``parameters`` (sum of tensor elements), ``quantization`` (the file type) and ``sha256``."""
+    facts: dict[str, Any] = {"path": str(path), "parameters": None, "quantization": None, "sha256": None}
+    try:
+        import gguf
+
+        reader = gguf.GGUFReader(path)
+        facts["parameters"] = sum(int(t.n_elements) for t in reader.tensors)
+        field = reader.fields.get("general.file_type")
+        if field is not None:
+            value = int(field.parts[field.data[0]][0])
+            try:
+                facts["quantization"] = gguf.LlamaFileType(value).name.removeprefix("MOSTLY_")
+            except ValueError:
+                facts["quantization"] = str(value)
+    except Exception as exc:  # a file gguf cannot read: the run still records what it can
+        facts["error"] = f"cannot read the GGUF header: {exc}"
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+        facts["sha256"] = digest.hexdigest()
+    except OSError as exc:
+        facts["error"] = f"cannot read {path}: {exc.strerror or exc}"
+    return facts
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+
+
+def protocol_facts(protocol: AgentProtocol) -> dict[str, Any]:
+    return {
+        "prompt_source": protocol.prompt_source,
+        "sampling": asdict(protocol.sampling),
+        "sampling_source": protocol.sampling_source,
+        "tool_turns": protocol.tool_turns,
+        "max_query_errors": protocol.max_query_errors,
+        "tool_turn_tokens": protocol.tool_turn_tokens,
+        "final_turn_tokens": protocol.final_turn_tokens,
+        "episode_tokens": protocol.episode_tokens,
+    }
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

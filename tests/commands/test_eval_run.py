@@ -1,0 +1,52 @@
+"""``sqale-desktop eval run`` with the replay engine: run folder, resume, bad usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sqale_desktop import cli
+from sqale_desktop.core.eval.harness import read_episodes
+from tests.conftest import shared_data
+
+
+def test_run_gold_replay_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    questions = str(shared_data("text2sql/spider/questions.json"))
+    run_dir = tmp_path / "run"
+    base = ["eval", "run", questions, "--replay", "gold", "--condition", "distractors:2"]
+    assert cli.main([*base, "--limit", "6", "--out", str(run_dir)]) == 0
+    assert "6/6 correct" in capsys.readouterr().out
+    settings = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    assert settings["settings"]["condition"] == "distractors:2"
+    assert settings["engine"]["kind"] == "replay" and settings["protocol"]["prompt_source"] == "builtin"
+    assert {"platform", "python", "cpus"} <= set(settings["machine"])
+
+    assert cli.main([*base, "--limit", "9", "--resume", str(run_dir), "--concurrency", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "3 of 9 questions to run" in captured.err and "3/3 correct" in captured.out
+    assert sorted(r["id"] for r in read_episodes(run_dir)) == list(range(9))
+
+    assert cli.main([*base, "--out", str(run_dir)]) == 2  # a run is there already
+    assert "--resume" in capsys.readouterr().err
+    changed = ["eval", "run", questions, "--replay", "gold", "--condition", "gold", "--resume", str(run_dir)]
+    assert cli.main(changed) == 2
+    assert "the run used condition 'distractors:2'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--condition", "most"], "unknown condition"),
+        (["--engine", "replay"], "--replay FILE"),
+        (["--engine", "openai"], "--base-url"),
+        (["--replay", "gold", "--concurrency", "0"], "--concurrency"),
+    ],
+)
+def test_run_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    questions = str(shared_data("text2sql/spider/questions.json"))
+    assert cli.main(["eval", "run", questions, "--out", str(tmp_path / "r"), *extra]) == 2
+    assert message in capsys.readouterr().err
