@@ -60,6 +60,7 @@ class Settings:
     theme: Theme = "system"
     open_databases: list[str] = field(default_factory=list)
     """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
+    export_folder: str = ""  # where the last export went; the export dialog starts there
 
     def llama_gpu_layers(self) -> int | Literal["auto", "all"]:
         """``gpu_layers`` as ``LlamaEngine(n_gpu_layers=...)`` takes it: "none" is 0 layers."""

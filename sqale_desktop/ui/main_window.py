@@ -317,6 +317,8 @@ class MainWindow(QMainWindow):
         page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
         page.damaged.connect(self.show_message)
         page.sql.user_ran.connect(lambda sql, rows, error, p=page: self._record_rerun(p, sql, rows, error))
+        page.sql.folder_provider = lambda: self.settings.export_folder
+        page.sql.export_folder_chosen.connect(self._remember_export_folder)
         index = self.tabs.addTab(page, db.name)
         self.tabs.setTabToolTip(index, str(db.path))
         self.tabs.setCurrentIndex(index)
@@ -664,6 +666,10 @@ class MainWindow(QMainWindow):
             self.history.add_rerun(page.conversation_id, sql, row_count=row_count, error=error)
         except Exception as exc:  # history trouble must not stop the user's work
             log.warning("could not record the query: %s", exc)
+
+    def _remember_export_folder(self, folder: str) -> None:
+        self.settings.export_folder = folder
+        self._save_settings()
 
     # messages -------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:

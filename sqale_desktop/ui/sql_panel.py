@@ -9,10 +9,11 @@ read-only is refused by the core's guard, and the reason is shown under the edit
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPoint, QStandardPaths, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,8 +30,10 @@ from PySide6.QtWidgets import (
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.cursor import QueryCursor
 from sqale_desktop.core.db.errors import QueryInterrupted
+from sqale_desktop.core.export_formats import TextFormat, column_values, format_rows
 from sqale_desktop.ui.export import ExportFormat, export_rows
 from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
+from sqale_desktop.ui.row_filter import FilterBar, Operator, RowFilterProxy
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
@@ -46,13 +49,21 @@ def _twin(db: ReadOnlyDatabase) -> ReadOnlyDatabase:
 
 
 class ResultGrid(QTableView):
-    """The grid: sortable, Ctrl+C copies the selection as TSV.
+    """The grid: sortable, Ctrl+C copies the selection as TSV, a context menu on cells and headers.
+
+    Its model is a ``RowFilterProxy`` over the panel's ``ResultTableModel`` (the quick filter).
 
     Signals:
         copied(str): the text put on the clipboard.
+        export_requested(str): "Export whole result" chose a format (``SqlPanel.ask_export``'s).
+        filter_requested(int, str, object): filter a column: (column, operator, text or None).
+        clear_filter_requested(): the menu's "Clear filter".
     """
 
     copied = Signal(str)
+    export_requested = Signal(str)
+    filter_requested = Signal(int, str, object)
+    clear_filter_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -66,12 +77,28 @@ class ResultGrid(QTableView):
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         # Size columns from the first rows only: measuring every loaded row costs ~0.25 ms a row.
         self.horizontalHeader().setResizeContentsPrecision(40)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(
+            lambda pos: self._show_menu(self.columnAt(pos.x()), self.viewport().mapToGlobal(pos))
+        )
+        header = self.horizontalHeader()
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(
+            lambda pos: self._show_menu(header.logicalIndexAt(pos), header.mapToGlobal(pos))
+        )
         QShortcut(
             QKeySequence.StandardKey.Copy,
             self,
             self.copy_selection,
             context=Qt.ShortcutContext.WidgetShortcut,
         )
+
+    def _show_menu(self, column: int, where: QPoint) -> None:
+        from sqale_desktop.ui.grid_menu import build_grid_menu
+
+        menu = build_grid_menu(self, column)
+        menu.exec(where)
+        menu.deleteLater()
 
     def fit_columns(self, max_width: int = 320) -> None:
         """Size columns to the first page's contents, none wider than ``max_width`` pixels."""
@@ -81,16 +108,79 @@ class ResultGrid(QTableView):
             if header.sectionSize(column) > max_width:
                 header.resizeSection(column, max_width)
 
-    def copy_selection(self) -> str:
+    # what is shown ---------------------------------------------------------------------------
+    def result_model(self) -> ResultTableModel | None:
         model = self.model()
-        if not isinstance(model, ResultTableModel):
-            return ""
-        indexes: list[QModelIndex] = list(self.selectedIndexes())
-        text = model.tsv(indexes, with_header=len({i.row() for i in indexes}) > 1)
+        if isinstance(model, RowFilterProxy):
+            model = model.sourceModel()
+        return model if isinstance(model, ResultTableModel) else None
+
+    def column_names(self) -> list[str]:
+        model = self.result_model()
+        return model.columns if model is not None else []
+
+    def filter_active(self) -> bool:
+        model = self.model()
+        return isinstance(model, RowFilterProxy) and model.active
+
+    def current_value(self, column: int) -> Any:
+        """The raw value of ``column`` in the current row (the cell right-clicked)."""
+        index = self.currentIndex()
+        model = self.model()
+        if not index.isValid() or model is None:
+            return None
+        return model.index(index.row(), column).data(Qt.ItemDataRole.UserRole)
+
+    def _source_indexes(self, indexes: list[QModelIndex]) -> list[QModelIndex]:
+        model = self.model()
+        if isinstance(model, RowFilterProxy):
+            return [model.mapToSource(i) for i in indexes]
+        return indexes
+
+    def _shown_rows(self) -> list[list[Any]]:
+        """Every row the grid shows (the filter's survivors among the loaded rows), in order."""
+        model = self.model()
+        if model is None:
+            return []
+        role = Qt.ItemDataRole.UserRole
+        width = model.columnCount()
+        return [[model.index(r, c).data(role) for c in range(width)] for r in range(model.rowCount())]
+
+    def _put(self, text: str) -> str:
         if text:
             QGuiApplication.clipboard().setText(text)
             self.copied.emit(text)
         return text
+
+    # copying ---------------------------------------------------------------------------------
+    def copy_selection(self) -> str:
+        """Ctrl+C: the selection as TSV, with a header row when more than one row is selected."""
+        model = self.result_model()
+        if model is None:
+            return ""
+        indexes = self._source_indexes(list(self.selectedIndexes()))
+        return self._put(model.tsv(indexes, with_header=len({i.row() for i in indexes}) > 1))
+
+    def copy_as(self, fmt: TextFormat, header: bool = True) -> str:
+        """The selection (or, with nothing selected, every row shown) in ``fmt``."""
+        model = self.result_model()
+        if model is None:
+            return ""
+        indexes = self._source_indexes(list(self.selectedIndexes()))
+        if indexes:
+            columns, rows = model.selection(indexes)
+        else:
+            columns, rows = model.columns, self._shown_rows()
+        return self._put(format_rows(columns, rows, fmt, header=header))
+
+    def copy_column(self, column: int) -> str:
+        """The values of ``column`` in every row shown, one a line."""
+        model = self.model()
+        if model is None or not 0 <= column < model.columnCount():
+            return ""
+        role = Qt.ItemDataRole.UserRole
+        rows = [[model.index(r, column).data(role)] for r in range(model.rowCount())]
+        return self._put(column_values(rows, 0))
 
 
 class SqlPanel(QWidget):
@@ -102,6 +192,7 @@ class SqlPanel(QWidget):
         user_ran(str, object, object): the user ran SQL: (sql, row count or None, error or None).
         export_finished(str, int): path and number of rows written.
         export_failed(str): the message.
+        export_folder_chosen(str): the folder the user exported to (the window remembers it).
     """
 
     query_finished = Signal(object)
@@ -109,6 +200,7 @@ class SqlPanel(QWidget):
     user_ran = Signal(str, object, object)
     export_finished = Signal(str, int)
     export_failed = Signal(str)
+    export_folder_chosen = Signal(str)
 
     def __init__(self, db: ReadOnlyDatabase, pool: TaskPool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -122,6 +214,10 @@ class SqlPanel(QWidget):
         self._generation = 0
         self._last_sql = ""
         self.model: ResultTableModel | None = None
+        self.proxy: RowFilterProxy | None = None
+        self.folder_provider: Callable[[], str] | None = None
+        """Where the export dialog starts (the window's remembered folder); see ``export_folder``."""
+        self._last_folder = ""
 
         self.editor = SqlEditor(self)
         self.editor.run_requested.connect(lambda: self.run())
@@ -142,6 +238,11 @@ class SqlPanel(QWidget):
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.grid = ResultGrid(self)
+        self.filter_bar = FilterBar(self)
+        self.grid.export_requested.connect(self.ask_export)
+        self.grid.filter_requested.connect(self._filter_column)
+        self.grid.clear_filter_requested.connect(self.filter_bar.clear)
+        self.grid.copied.connect(self._copied)
 
         buttons = QHBoxLayout()
         for button in (self.run_button, self.format_button, self.copy_button):
@@ -157,7 +258,13 @@ class SqlPanel(QWidget):
         top_layout.addWidget(self.message)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(top)
-        splitter.addWidget(self.grid)
+        bottom = QWidget(self)
+        bottom_layout = QVBoxLayout(bottom)
+        bottom_layout.setContentsMargins(0, 0, 0, 0)
+        bottom_layout.setSpacing(2)
+        bottom_layout.addWidget(self.filter_bar)
+        bottom_layout.addWidget(self.grid, 1)
+        splitter.addWidget(bottom)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
@@ -254,13 +361,20 @@ class SqlPanel(QWidget):
         model = ResultTableModel(cursor, first, self, sorted_by=sorted_by)
         model.resort_requested.connect(self._resort)
         model.rows_loaded.connect(lambda _n: self._describe(model, seconds))
+        proxy = RowFilterProxy(self)
+        proxy.setSourceModel(model)
+        old_proxy, self.proxy = self.proxy, proxy
         self.model = model
-        self.grid.setModel(model)
+        self.grid.setModel(proxy)
+        self.filter_bar.attach(proxy, model.columns)
+        model.rows_loaded.connect(lambda _n: self.filter_bar.describe())
         column, order = sorted_by or (-1, Qt.SortOrder.AscendingOrder)
         self.grid.horizontalHeader().setSortIndicator(column, order)  # a no-op sort: already in order
         self.grid.fit_columns()
         if old is not None:
             old.deleteLater()
+        if old_proxy is not None:
+            old_proxy.deleteLater()
         self._describe(model, seconds)
         self._set_export_enabled(bool(model.columns))
         self.query_finished.emit(model)
@@ -310,15 +424,45 @@ class SqlPanel(QWidget):
         self.csv_button.setEnabled(enabled)
         self.json_button.setEnabled(enabled)
 
-    def ask_export(self, fmt: ExportFormat) -> None:
-        name, _ = QFileDialog.getSaveFileName(
-            self, f"Export {fmt.upper()}", f"result.{fmt}", f"{fmt.upper()} files (*.{fmt})"
-        )
-        if name:
-            self.export(Path(name), fmt)
+    def _copied(self, text: str) -> None:
+        lines = text.count("\n") + 1
+        self.message.setText(f"Copied {lines:,} line{'s' if lines != 1 else ''} to the clipboard.")
 
-    def export(self, path: Path, fmt: ExportFormat) -> None:
-        """Write the whole result of the last statement (re-run, uncapped) on the pool."""
+    def _filter_column(self, column: int, operator: Operator, text: object) -> None:
+        self.filter_bar.edit_column(column, operator, None if text is None else str(text))
+
+    def export_folder(self) -> Path:
+        """Where the export dialog starts: the last folder used (this session's, else the one the
+        window remembers), else the user's documents folder; never the process's working
+        directory, which for a desktop app is wherever it happened to be launched from."""
+        for candidate in (self._last_folder, self.folder_provider() if self.folder_provider else ""):
+            if candidate and Path(candidate).is_dir():
+                return Path(candidate)
+        documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+        if documents and Path(documents).is_dir():
+            return Path(documents)
+        return Path.home()
+
+    def ask_export(self, choice: str = "csv") -> None:
+        """Ask where to write the whole result; ``choice`` is csv, csv-crlf (RFC 4180), tsv or json."""
+        fmt: ExportFormat = "csv" if choice.startswith("csv") else "tsv" if choice == "tsv" else "json"
+        suggested = self.export_folder() / f"result.{fmt}"
+        name, _ = QFileDialog.getSaveFileName(
+            self,
+            f"Export the whole result as {fmt.upper()}",
+            str(suggested),
+            f"{fmt.upper()} files (*.{fmt})",
+        )
+        if not name:
+            return
+        folder = str(Path(name).parent)
+        self._last_folder = folder
+        self.export_folder_chosen.emit(folder)
+        self.export(Path(name), fmt, newline="\r\n" if choice == "csv-crlf" else None)
+
+    def export(self, path: Path, fmt: ExportFormat, newline: str | None = None) -> None:
+        """Write the whole result of the last statement (re-run, uncapped) on the pool; CSV and TSV
+        lines end with ``newline`` (the platform's by default)."""
         sql = self._last_sql
         if not sql:
             return
@@ -337,7 +481,7 @@ class SqlPanel(QWidget):
                             return
                         yield from page
 
-                return export_rows(path, cursor.columns, rows(), fmt, ctx.cancel)
+                return export_rows(path, cursor.columns, rows(), fmt, ctx.cancel, newline)
 
         self._jobs.append(
             self._pool.start(

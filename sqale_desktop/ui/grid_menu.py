@@ -1,0 +1,73 @@
+"""The result grid's context menu (on cells and on column headers).
+
+Copy, copy with headers, copy as CSV / TSV / JSON / Markdown, a column's values, the quick filter,
+and exporting the whole result (the query re-run to the end on the pool, not just the loaded
+pages).  The menu only emits what the grid and the panel already offer as methods, so every action
+is also reachable (and tested) without opening a menu.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS
+
+if TYPE_CHECKING:
+    from sqale_desktop.ui.sql_panel import ResultGrid
+
+EXPORT_CHOICES: tuple[tuple[str, str], ...] = (
+    ("csv", "CSV…"),
+    ("csv-crlf", "CSV with CRLF line ends (RFC 4180)…"),
+    ("tsv", "TSV…"),
+    ("json", "JSON…"),
+)
+"""Export menu entries: (what ``SqlPanel.ask_export`` takes, label)."""
+
+
+def _short(name: str, limit: int = 32) -> str:
+    return name if len(name) <= limit else name[: limit // 2 - 1] + "…" + name[-(limit // 2) + 1 :]
+
+
+def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
+    """The menu for a right-click on ``column`` (-1: outside any column)."""
+    menu = QMenu(grid)
+    copy = menu.addAction("Copy", grid.copy_selection)
+    copy.setShortcut(QKeySequence.StandardKey.Copy)
+    menu.addAction("Copy with headers", lambda: grid.copy_as("tsv", header=True))
+    copy_as = menu.addMenu("Copy as")
+    for fmt in TEXT_FORMATS:
+        copy_as.addAction(FORMAT_NAMES[fmt], lambda f=fmt: grid.copy_as(f, header=True))
+    columns = grid.column_names()
+    has_rows = grid.model() is not None and grid.model().rowCount() > 0
+    for action in (copy, *menu.actions()[1:]):
+        action.setEnabled(has_rows)
+    if 0 <= column < len(columns):
+        name = _short(columns[column])
+        values = menu.addAction(f"Copy values of “{name}”", lambda: grid.copy_column(column))
+        values.setEnabled(has_rows)
+        menu.addSeparator()
+        value = grid.current_value(column)
+        menu.addAction(f"Filter “{name}”…", lambda: grid.filter_requested.emit(column, "contains", None))
+        if value is None:
+            menu.addAction(
+                f"Rows where “{name}” is NULL", lambda: grid.filter_requested.emit(column, "is NULL", None)
+            )
+        else:
+            from sqale_desktop.core.export_formats import cell_text
+
+            text = cell_text(value)
+            menu.addAction(
+                f"Rows where “{name}” equals “{_short(text, 24)}”",
+                lambda: grid.filter_requested.emit(column, "equals", text),
+            )
+    if grid.filter_active():
+        menu.addAction("Clear filter", grid.clear_filter_requested.emit)
+    menu.addSeparator()
+    export = menu.addMenu("Export whole result")
+    export.setEnabled(bool(columns))
+    for key, label in EXPORT_CHOICES:
+        export.addAction(label, lambda k=key: grid.export_requested.emit(k))
+    return menu

@@ -1,0 +1,252 @@
+"""The result grid: its context menu (clipboard contents checked), the quick filter, the export dialog."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QItemSelectionModel, QStandardPaths, Qt
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QMenu
+
+from sqale_desktop.core.db.connection import open_readonly
+from sqale_desktop.core.export_formats import platform_newline
+from sqale_desktop.ui.grid_menu import build_grid_menu
+from sqale_desktop.ui.sql_panel import SqlPanel
+from sqale_desktop.ui.workers import TaskPool
+
+NL = platform_newline()
+
+
+@pytest.fixture
+def panel(qtbot: Any, chinook: Path) -> Iterator[SqlPanel]:
+    pool = TaskPool()
+    db = open_readonly(chinook)
+    panel = SqlPanel(db, pool)
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    yield panel
+    panel.stop()
+    assert pool.shutdown()
+    panel.release()
+    db.close()
+
+
+def run(qtbot: Any, panel: SqlPanel, sql: str) -> None:
+    with qtbot.waitSignal(panel.query_finished, timeout=10_000):
+        panel.run(sql)
+
+
+def actions(menu: QMenu) -> dict[str, QAction]:
+    found: dict[str, QAction] = {}
+    for action in menu.actions():
+        if action.menu() is not None:
+            found.update({f"{action.text()}/{k}": v for k, v in actions(action.menu()).items()})
+        elif not action.isSeparator():
+            found[action.text()] = action
+    return found
+
+
+def select(panel: SqlPanel, rows: range, columns: range) -> None:
+    model = panel.grid.model()
+    selection = panel.grid.selectionModel()
+    selection.clear()
+    selection.setCurrentIndex(model.index(rows[0], columns[0]), QItemSelectionModel.SelectionFlag.NoUpdate)
+    for r in rows:
+        for c in columns:
+            selection.select(model.index(r, c), QItemSelectionModel.SelectionFlag.Select)
+
+
+def test_menu_copies_in_every_format(qtbot: Any, panel: SqlPanel, chinook: Path) -> None:
+    run(qtbot, panel, "SELECT GenreId, Name FROM Genre WHERE GenreId <= 3 ORDER BY GenreId")
+    select(panel, range(0, 2), range(0, 2))
+    menu = build_grid_menu(panel.grid, 1)
+    found = actions(menu)
+    assert list(found) == [
+        "Copy",
+        "Copy with headers",
+        "Copy as/TSV",
+        "Copy as/CSV",
+        "Copy as/JSON",
+        "Copy as/Markdown table",
+        "Copy values of “Name”",
+        "Filter “Name”…",
+        "Rows where “Name” equals “Rock”",
+        "Export whole result/CSV…",
+        "Export whole result/CSV with CRLF line ends (RFC 4180)…",
+        "Export whole result/TSV…",
+        "Export whole result/JSON…",
+    ]
+    clipboard = QGuiApplication.clipboard()
+    found["Copy"].trigger()
+    assert clipboard.text() == NL.join(["GenreId\tName", "1\tRock", "2\tJazz"])
+    select(panel, range(0, 1), range(0, 2))
+    found["Copy"].trigger()
+    assert clipboard.text() == "1\tRock"  # one row: no header, as spreadsheets copy a row
+    found["Copy with headers"].trigger()
+    assert clipboard.text() == NL.join(["GenreId\tName", "1\tRock"])
+    select(panel, range(0, 3), range(0, 2))
+    found["Copy as/CSV"].trigger()
+    assert list(csv.reader((clipboard.text() + NL).splitlines())) == [
+        ["GenreId", "Name"],
+        ["1", "Rock"],
+        ["2", "Jazz"],
+        ["3", "Metal"],
+    ]
+    found["Copy as/JSON"].trigger()
+    assert json.loads(clipboard.text()) == [
+        {"GenreId": 1, "Name": "Rock"},
+        {"GenreId": 2, "Name": "Jazz"},
+        {"GenreId": 3, "Name": "Metal"},
+    ]
+    found["Copy as/Markdown table"].trigger()
+    assert clipboard.text().split(NL) == [
+        "| GenreId | Name |",
+        "| ---: | --- |",
+        "| 1 | Rock |",
+        "| 2 | Jazz |",
+        "| 3 | Metal |",
+    ]
+    found["Copy values of “Name”"].trigger()
+    assert clipboard.text() == NL.join(["Rock", "Jazz", "Metal"])
+    assert "Copied 3 lines" in panel.message.text()
+    menu.deleteLater()
+
+
+def test_header_menu_without_a_selection_copies_every_row_shown(qtbot: Any, panel: SqlPanel) -> None:
+    run(qtbot, panel, "SELECT GenreId AS id FROM Genre WHERE GenreId IN (4, 5) ORDER BY 1")
+    panel.grid.selectionModel().clear()
+    found = actions(build_grid_menu(panel.grid, 0))
+    found["Copy as/TSV"].trigger()
+    assert QGuiApplication.clipboard().text() == NL.join(["id", "4", "5"])
+    assert "Copy values of “id”" in found
+    assert "Filter “id”…" in found
+
+
+def test_quick_filter_over_loaded_rows_says_when_more_exist(
+    qtbot: Any, qtmodeltester: Any, panel: SqlPanel, chinook: Path
+) -> None:
+    run(qtbot, panel, "SELECT TrackId, Name, Composer FROM Track ORDER BY TrackId")
+    model, proxy = panel.model, panel.proxy
+    assert model is not None and proxy is not None and model.rowCount() == 500 and model.canFetchMore()
+    loaded = sqlite3.connect(chinook).execute(
+        "SELECT TrackId, Name, Composer FROM Track ORDER BY 1 LIMIT 500"
+    )
+    rows = loaded.fetchall()
+
+    panel.grid.filter_requested.emit(1, "contains", None)  # the menu's "Filter “Name”…"
+    assert panel.filter_bar.isVisible() and panel.filter_bar.column.currentIndex() == 1
+    qtbot.keyClicks(panel.filter_bar.text, "LOVE")
+    expected = [r for r in rows if "love" in r[1].lower()]
+    assert proxy.rowCount() == len(expected) > 0
+    assert [proxy.index(r, 1).data() for r in range(proxy.rowCount())] == [r[1] for r in expected]
+    status = panel.filter_bar.status.text()
+    assert status.startswith(f"{len(expected)} of 500 loaded rows match")
+    assert "more rows than are loaded" in status
+    assert not proxy.canFetchMore(panel.grid.rootIndex())  # scrolling does not pull more pages meanwhile
+    qtmodeltester.check(proxy)
+
+    # Copies follow the filter.
+    panel.grid.selectionModel().clear()
+    panel.grid.copy_column(1)
+    assert QGuiApplication.clipboard().text() == NL.join(r[1] for r in expected)
+
+    panel.grid.filter_requested.emit(2, "is NULL", None)
+    both = [r for r in expected if r[2] is None]
+    assert proxy.rowCount() == len(both)
+    panel.filter_bar.clear()
+    # Unfiltered, the grid pages on again as it needs (Qt may fetch a page or two to fill it).
+    assert proxy.rowCount() == model.rowCount() >= 500
+
+    panel.grid.filter_requested.emit(0, "equals", "7")
+    assert proxy.rowCount() == 1 and proxy.index(0, 0).data(Qt.ItemDataRole.UserRole) == 7
+    qtmodeltester.check(proxy)
+    found = actions(build_grid_menu(panel.grid, 0))
+    found["Clear filter"].trigger()
+    assert proxy.rowCount() == model.rowCount() >= 500
+
+
+def test_row_filter_proxy_passes_the_model_tester_paging_and_filtering(
+    qtmodeltester: Any, chinook: Path
+) -> None:
+    from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
+    from sqale_desktop.ui.row_filter import Condition, RowFilterProxy
+
+    with (
+        open_readonly(chinook) as db,
+        db.cursor("SELECT TrackId, Composer FROM Track", max_rows=10**6) as cur,
+    ):
+        model = ResultTableModel(cur, cur.fetch_page(PAGE_SIZE))
+        proxy = RowFilterProxy()
+        proxy.setSourceModel(model)
+        qtmodeltester.check(proxy)  # the tester pages through fetchMore too
+        proxy.set_condition(Condition(1, "is NULL"))
+        nulls = [r for r in model.loaded_rows if r[1] is None]
+        assert proxy.rowCount() == len(nulls) > 0
+        qtmodeltester.check(proxy)
+        proxy.set_condition(Condition(1, "is not NULL"))
+        assert proxy.rowCount() == model.rowCount() - len(nulls)
+        proxy.set_condition(Condition(1, "contains", ""))  # an empty text is no condition
+        assert not proxy.active and proxy.rowCount() == model.rowCount()
+
+
+def test_filter_of_a_complete_result_does_not_mention_more_rows(qtbot: Any, panel: SqlPanel) -> None:
+    run(qtbot, panel, "SELECT Name FROM Genre")
+    panel.grid.filter_requested.emit(0, "contains", "ro")
+    assert panel.filter_bar.status.text().endswith("of 25 loaded rows match")
+    # A new result starts unfiltered.
+    run(qtbot, panel, "SELECT Name FROM MediaType")
+    assert panel.proxy is not None and not panel.proxy.active and panel.filter_bar.isHidden()
+
+
+def test_sorting_through_the_filter_sorts_the_result(qtbot: Any, panel: SqlPanel) -> None:
+    run(qtbot, panel, "SELECT GenreId, Name FROM Genre")
+    panel.grid.sortByColumn(1, Qt.SortOrder.DescendingOrder)
+    names = [panel.grid.model().index(r, 1).data() for r in range(panel.grid.model().rowCount())]
+    assert names == sorted(names, reverse=True)
+
+
+def test_export_dialog_starts_in_documents_then_the_last_folder(
+    qtbot: Any, panel: SqlPanel, chinook: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(qtbot, panel, "SELECT TrackId, Name FROM Track")
+    asked: list[str] = []
+    target = tmp_path / "out" / "tracks.csv"
+    target.parent.mkdir()
+
+    def fake_dialog(_parent: Any, _title: str, start: str, _filter: str) -> tuple[str, str]:
+        asked.append(start)
+        return str(target), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", fake_dialog)
+    monkeypatch.chdir(tmp_path)
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    chosen: list[str] = []
+    panel.export_folder_chosen.connect(chosen.append)
+    found = actions(build_grid_menu(panel.grid, 0))
+    with qtbot.waitSignal(panel.export_finished, timeout=20_000) as blocker:
+        found["Export whole result/CSV with CRLF line ends (RFC 4180)…"].trigger()
+    expected_dir = documents if Path(documents).is_dir() else str(Path.home())
+    assert Path(asked[0]).parent == Path(expected_dir) and Path(asked[0]).parent != tmp_path
+    assert chosen == [str(target.parent)]
+    total = sqlite3.connect(chinook).execute("SELECT count(*) FROM Track").fetchone()[0]
+    assert blocker.args == [str(target), total]  # the whole result, not the 500 loaded rows
+    raw = target.read_bytes()
+    assert raw.startswith(b"TrackId,Name\r\n") and raw.count(b"\r\n") >= total + 1
+
+    target = tmp_path / "out" / "tracks.tsv"
+    with qtbot.waitSignal(panel.export_finished, timeout=20_000):
+        found["Export whole result/TSV…"].trigger()
+    assert Path(asked[1]).parent == tmp_path / "out"  # the last folder used
+    assert target.read_text(encoding="utf-8").startswith("TrackId\tName" + NL)
+
+    # A window that remembers a folder from an earlier session starts there.
+    panel._last_folder = ""
+    panel.folder_provider = lambda: str(tmp_path)
+    assert panel.export_folder() == tmp_path
