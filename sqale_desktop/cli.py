@@ -94,5 +94,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     handler = args.handler
-    result: int = handler(args)
+    try:
+        result: int = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here rather than at exit, where it cannot be caught
+    except BrokenPipeError:
+        return _pipe_closed()
+    except Exception as exc:
+        if not _is_known_condition(exc):
+            raise  # a bug: the traceback is what is needed to fix it
+        print(f"sqale-desktop {args.command}: {exc}", file=sys.stderr)
+        return 1
     return result
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (``| head``): stop quietly, as command-line tools do.
+
+    stdout is pointed at /dev/null so that the interpreter's final flush does not raise again.
+    """
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + 13  # killed by SIGPIPE, as a C tool would report it
+
+
+def _is_known_condition(exc: Exception) -> bool:
+    """A condition of the world (locked file, bad model file, unreachable server): one line, no traceback."""
+    from sqale_desktop.core.db.errors import DatabaseError
+    from sqale_desktop.core.engines.base import EngineError
+    from sqale_desktop.core.history import HistoryError
+    from sqale_desktop.core.models.errors import ModelError
+    from sqale_desktop.core.secrets import SecretError
+
+    return isinstance(exc, DatabaseError | EngineError | ModelError | HistoryError | SecretError)

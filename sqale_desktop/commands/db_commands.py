@@ -69,6 +69,10 @@ def run_tool(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         print(f"sqale-desktop tool: JSON_ARGS is not valid JSON: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (ValueError, RecursionError) as exc:  # a number of 5,000 digits; nesting 100,000 deep
+        what = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        print(f"sqale-desktop tool: JSON_ARGS cannot be read: {what}", file=sys.stderr)
+        return EXIT_USAGE
     if not isinstance(tool_args, dict):
         print("sqale-desktop tool: JSON_ARGS must be a JSON object", file=sys.stderr)
         return EXIT_USAGE
@@ -77,6 +81,8 @@ def run_tool(args: argparse.Namespace) -> int:
     except DatabaseError as exc:
         print(f"sqale-desktop tool: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    for note in db.notes:  # an immutable snapshot may be stale: say so, as query does
+        print(f"note: {note}", file=sys.stderr)
     with db:
         output = ToolBox(db).call(args.name, tool_args)
     _emit(lambda: print(output.text))

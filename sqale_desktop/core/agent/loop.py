@@ -191,7 +191,10 @@ def run_episode(
     except _Cancelled:
         episode.ended_by, episode.sql, episode.result = "cancelled", None, None
     except Exception as exc:
-        _log.exception("episode failed")
+        if _is_known_condition(exc):
+            _log.info("episode ended by an error: %s", exc)  # the message says it all: no traceback
+        else:
+            _log.exception("episode failed")
         episode.ended_by, episode.error = "error", str(exc) or type(exc).__name__
     finally:
         stopper.finish()
@@ -498,6 +501,13 @@ def _submitted_payload(sql: str, result: QueryResultData) -> SubmittedPayload:
         result.columns, [tuple(row) for row in result.rows], result.row_count, result.truncated
     )
     return SubmittedPayload(sql, rows)
+
+
+def _is_known_condition(exc: Exception) -> bool:
+    """An engine's or the database's known failure (bad model file, HTTP 401, locked file)."""
+    from sqale_desktop.core.engines.base import EngineError
+
+    return isinstance(exc, EngineError) or _is_known_db_error(exc)
 
 
 def _is_known_db_error(exc: Exception) -> bool:

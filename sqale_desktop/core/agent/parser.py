@@ -91,8 +91,10 @@ def find_calls(answer: str) -> list[ParsedCall]:
                 if isinstance(exc, json.JSONDecodeError):
                     where = exc.pos - start + 1
                     reason = f"{exc.msg.removesuffix(' at')} at character {where} of the call"
-                else:
+                elif isinstance(exc, RecursionError):
                     reason = "too deeply nested"
+                else:  # Python refuses integers of more than sys.get_int_max_str_digits() digits
+                    reason = f"a number is too long ({str(exc).split(';')[0]})"
                 raw = answer[start:].split("\n", 1)[0][:_MAX_RAW]
                 calls.append(ParsedCall("", {}, raw, f"the tool call is not valid JSON: {reason}"))
             position = start + 1

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqale_desktop.core.db import shm
 from sqale_desktop.core.db.errors import (
     CorruptDatabase,
     DatabaseError,
@@ -41,7 +42,7 @@ from sqale_desktop.core.db.guard import (
     leading_keyword,
     refuse_by_keyword,
 )
-from sqale_desktop.core.db.opening import STALE_NOTE, inspect_file, sqlite_uri
+from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, inspect_file, sqlite_uri
 from sqale_desktop.core.db.printf_guard import PrintfGuard
 from sqale_desktop.core.db.printf_guard import install as install_printf_guard
 
@@ -146,10 +147,21 @@ class ReadOnlyDatabase:
 
     Attributes: ``path``; ``immutable`` (opened with ``immutable=1`` because a WAL database sits
     in a read-only folder); ``notes`` (things the user should know, e.g. the stale snapshot);
-    ``time_limit_s`` (per statement, settable).
+    ``time_limit_s`` (per statement, settable).  ``shm_existed``/``wal_existed``: whether those
+    files were there before anything of ours opened the file (``open_readonly`` looks before
+    probing; by default they are looked at now).
     """
 
-    def __init__(self, path: Path, *, immutable: bool, time_limit_s: float, notes: list[str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        immutable: bool,
+        time_limit_s: float,
+        notes: list[str],
+        shm_existed: bool | None = None,
+        wal_existed: bool | None = None,
+    ) -> None:
         self.path = path
         self.immutable = immutable
         self.notes = notes
@@ -159,6 +171,12 @@ class ReadOnlyDatabase:
         self._links: dict[int, _Link] = {}
         self._generation = 0
         self._closed = False
+        # A WAL database read in place gets a -shm next to it; see shm.py for when it is removed.
+        self._counted = not immutable
+        if self._counted:
+            had_shm = shm.shm_path(path).exists() if shm_existed is None else shm_existed
+            had_wal = shm.wal_path(path).exists() if wal_existed is None else wal_existed
+            shm.opened(path, created_shm=not had_shm, created_wal=not had_wal)
 
     @property
     def name(self) -> str:
@@ -224,6 +242,7 @@ class ReadOnlyDatabase:
         notice, so that its thread gets ``QueryInterrupted`` rather than a closed connection.
         """
         with self._lock:
+            already = self._closed
             self._closed = True
             self._generation += 1
             links = list(self._links.values())
@@ -233,6 +252,8 @@ class ReadOnlyDatabase:
             time.sleep(0.002)
         for link in links:
             link.close()
+        if self._counted and not already:
+            shm.closed(self.path)
 
     def __enter__(self) -> ReadOnlyDatabase:
         return self
@@ -422,8 +443,26 @@ def open_readonly(path: str | Path, *, time_limit_s: float = DEFAULT_TIME_LIMIT_
     """Open a SQLite file read-only, or raise a ``DatabaseError`` that says what is wrong."""
     path = Path(path).expanduser()
     facts = inspect_file(path)
+    wal_existed = shm.wal_path(path).exists()
     notes: list[str] = []
     immutable = facts.is_wal and not facts.shm_exists and not facts.folder_writable
+    try:
+        immutable = _probe_all(path, facts, immutable, time_limit_s, notes)
+    except DatabaseError:
+        shm.forget_failed_open(path, shm_existed=facts.shm_exists, wal_existed=wal_existed)
+        raise
+    return ReadOnlyDatabase(
+        path,
+        immutable=immutable,
+        time_limit_s=time_limit_s,
+        notes=notes,
+        shm_existed=facts.shm_exists,
+        wal_existed=wal_existed,
+    )
+
+
+def _probe_all(path: Path, facts: FileFacts, immutable: bool, time_limit_s: float, notes: list[str]) -> bool:
+    """Probe the file the way it will be opened; returns whether it must be opened immutable."""
     if not immutable:
         try:
             _probe(path, immutable=False, wait_s=time_limit_s)
@@ -438,7 +477,7 @@ def open_readonly(path: str | Path, *, time_limit_s: float = DEFAULT_TIME_LIMIT_
     if immutable:
         _probe(path, immutable=True, wait_s=time_limit_s)
         notes.append(STALE_NOTE)
-    return ReadOnlyDatabase(path, immutable=immutable, time_limit_s=time_limit_s, notes=notes)
+    return immutable
 
 
 def _probe(path: Path, *, immutable: bool, wait_s: float) -> None:

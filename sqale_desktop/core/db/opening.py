@@ -40,6 +40,11 @@ def inspect_file(path: Path) -> FileFacts:
         raise DatabaseUnreadable(f"cannot open {name}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         raise NotADatabase(f"{name} is a folder, not a SQLite database file")
+    if not stat.S_ISREG(info.st_mode):
+        # Checked before reading: opening a FIFO would wait for a writer, /dev/zero never ends.
+        raise NotADatabase(
+            f"{name} is {_special_kind(info.st_mode)}, not a regular file: not a SQLite database"
+        )
     if info.st_size == 0:
         raise NotADatabase(f"{name} is empty (0 bytes), not a SQLite database")
     try:
@@ -60,6 +65,16 @@ def inspect_file(path: Path) -> FileFacts:
         shm_exists=shm.exists(),
         folder_writable=folder_is_writable(path.parent),
     )
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
 
 
 def folder_is_writable(folder: Path) -> bool:
