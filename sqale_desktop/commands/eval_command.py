@@ -109,6 +109,26 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.set_defaults(handler=run_run)
 
+    p = sub.add_parser(
+        "report",
+        help="write report.md and a self-contained report.html for a run folder",
+        description="Summarise a run: accuracy per condition with 95 % Wilson intervals, how episodes "
+        "ended, tool calls, rounds, exploration, time and tokens, with charts and the run's settings.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by 'eval run'")
+    p.set_defaults(handler=run_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="compare two runs question by question (McNemar's test) and list the flipped questions",
+        description="Pair the questions of two runs (by id and condition), print the accuracy "
+        "difference with McNemar's paired test, and the questions each run alone got right.",
+    )
+    p.add_argument("run_a", metavar="RUN_A", help="a run folder")
+    p.add_argument("run_b", metavar="RUN_B", help="another run folder")
+    p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    p.set_defaults(handler=run_compare)
+
 
 def _question_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -433,3 +453,59 @@ def _cancel_on_ctrl_c(run: Any) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from sqale_desktop.core.eval.report import ReportError, write_report
+
+    try:
+        md, page = write_report(Path(args.run_dir))
+    except ReportError as exc:
+        print(f"sqale-desktop eval report: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"wrote {md} and {page}")
+    return EXIT_OK
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from sqale_desktop.core.eval.report import ReportError, compare_runs
+
+    try:
+        comparisons = compare_runs(Path(args.run_a), Path(args.run_b))
+    except ReportError as exc:
+        print(f"sqale-desktop eval compare: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "run_a": args.run_a,
+                    "run_b": args.run_b,
+                    "conditions": [
+                        {
+                            "condition": c.condition,
+                            "paired": c.paired,
+                            "accuracy_a": c.accuracy_a,
+                            "accuracy_b": c.accuracy_b,
+                            "difference": c.accuracy_b - c.accuracy_a,
+                            "only_a_correct": c.only_a,
+                            "only_b_correct": c.only_b,
+                            "p_value": c.test.p_value,
+                            "test": f"McNemar, {c.test.method}",
+                        }
+                        for c in comparisons
+                    ],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return EXIT_OK
+    for c in comparisons:
+        print(
+            f"{c.condition}: {c.paired} paired questions; A {100 * c.accuracy_a:.1f} %, "
+            f"B {100 * c.accuracy_b:.1f} %, B - A {100 * (c.accuracy_b - c.accuracy_a):+.1f} points; "
+            f"McNemar ({c.test.method}) p = {c.test.p_value:.4g}"
+        )
+        print(f"  only A right ({len(c.only_a)}): {', '.join(map(str, c.only_a)) or '-'}")
+        print(f"  only B right ({len(c.only_b)}): {', '.join(map(str, c.only_b)) or '-'}")
+    return EXIT_OK
