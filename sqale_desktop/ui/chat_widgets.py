@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QObject, QSizeF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -52,6 +52,7 @@ from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.sql_highlight import format_sql
 
 MAX_CARD_ROWS = 12
+MAX_CARD_COLUMN_PX = 220
 ENDED_BY_TEXT = {
     "submit_sql": "submitted by the model",
     "final_turn": "answered in the final turn",
@@ -108,25 +109,66 @@ class _HeightFitter(QObject):
 
     Counting blocks (paragraphs) is not enough: one long SQL line or one paragraph of thinking
     wraps into many visual lines, and a box one block high then shows half a line between two
-    scroll bars.  ``QPlainTextDocumentLayout`` reports the document's height in visual lines, and
-    re-reports it when the width changes the wrapping, so the height follows both the text and
-    the pane's width.
+    scroll bars.  The document layout of a ``QPlainTextEdit`` is lazy (blocks it has not laid out
+    count as one line), so the wrapped lines are measured here with the font, block by block,
+    stopping once ``max_lines`` is exceeded; this runs when the text changes and when the width
+    does.
     """
 
     def __init__(self, edit: QPlainTextEdit, max_lines: int) -> None:
         super().__init__(edit)
         self.edit = edit
         self.max_lines = max_lines
-        layout = edit.document().documentLayout()
-        layout.documentSizeChanged.connect(self.refit)
+        edit.document().documentLayout().documentSizeChanged.connect(self.refit)
+        edit.installEventFilter(self)
+        self._width = -1
+        self._pending = False
         self.refit()
 
-    def visual_lines(self) -> int:
-        return max(1, math.ceil(self.edit.document().documentLayout().documentSize().height()))
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt's name
+        if (
+            event.type() in (QEvent.Type.Resize, QEvent.Type.Show)
+            and watched is self.edit
+            and self.edit.width() != self._width
+            and not self._pending
+        ):
+            # After the edit's own resizeEvent, which is what resizes its viewport.
+            self._pending = True
+            QTimer.singleShot(0, self, self._deferred)
+        return False
+
+    def _deferred(self) -> None:
+        self._pending = False
+        self.refit()
+
+    def visual_lines(self, limit: int) -> int:
+        """Wrapped lines of the text at the current width, counted up to ``limit + 1``."""
+        edit = self.edit
+        doc = edit.document()
+        if edit.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap:
+            return max(1, doc.blockCount())
+        metrics = edit.fontMetrics()
+        width = edit.viewport().width() - math.ceil(2 * doc.documentMargin())
+        if width <= 0:
+            return 1
+        spacing = metrics.lineSpacing()
+        flags = int(Qt.TextFlag.TextWordWrap.value) | int(Qt.TextFlag.TextWrapAnywhere.value)
+        lines = 0
+        block = doc.begin()
+        while block.isValid() and lines <= limit:
+            text = block.text()
+            if text:
+                rect = metrics.boundingRect(0, 0, width, spacing * (limit + 2), flags, text)
+                lines += max(1, math.ceil(rect.height() / spacing))
+            else:
+                lines += 1
+            block = block.next()
+        return max(1, lines)
 
     def refit(self, _size: QSizeF | None = None) -> None:
         edit = self.edit
-        lines = self.visual_lines()
+        self._width = edit.width()
+        lines = self.visual_lines(self.max_lines)
         shown = min(self.max_lines, lines)
         edit.setVerticalScrollBarPolicy(
             Qt.ScrollBarPolicy.ScrollBarAsNeeded
@@ -237,9 +279,16 @@ def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: Q
     view.verticalHeader().setVisible(False)
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
     view.resizeColumnsToContents()
-    view.horizontalHeader().setStretchLastSection(True)
+    header = view.horizontalHeader()
+    for column in range(len(columns)):
+        header.resizeSection(column, min(header.sectionSize(column), MAX_CARD_COLUMN_PX))
+    header.setStretchLastSection(True)
+    view.setTextElideMode(Qt.TextElideMode.ElideRight)
     row_height = view.verticalHeader().defaultSectionSize()
-    view.setFixedHeight(view.horizontalHeader().sizeHint().height() + row_height * max(1, len(shown)) + 4)
+    # Room for a horizontal scroll bar is kept below the rows: a wide result scrolls sideways
+    # without the bar covering its last row.
+    bar = view.horizontalScrollBar().sizeHint().height()
+    view.setFixedHeight(header.sizeHint().height() + row_height * max(1, len(shown)) + 4 + bar)
     view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return view
 
@@ -365,9 +414,9 @@ class ToolCard(QFrame):
         if not tool:
             self.title.setText("<b>Unreadable tool call</b>")
         elif args:
-            self.title.setText(f"<b>{_escape(tool)}</b>({_escape(shown_args)})")
+            self.title.setText(f"<b>{_breakable(tool)}</b>({_breakable(shown_args)})")
         else:
-            self.title.setText(f"<b>{_escape(tool)}</b>")
+            self.title.setText(f"<b>{_breakable(tool)}</b>")
         self.title.setToolTip(full)
 
     def set_result(self, output: str, ok: bool, seconds: float, payload: Any) -> None:
@@ -385,6 +434,15 @@ class ToolCard(QFrame):
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_BREAK_AFTER = str.maketrans({c: c + "\u200b" for c in "(,=_./"})
+
+
+def _breakable(text: str) -> str:
+    """Escaped, with zero-width spaces after punctuation: a QLabel wraps only at spaces, and
+    ``describe_table(table_name="order_items")`` is one word that would widen a narrow pane."""
+    return _escape(text.translate(_BREAK_AFTER))
 
 
 class AnswerCard(QFrame):

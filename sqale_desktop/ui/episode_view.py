@@ -211,7 +211,9 @@ class EpisodeView(QFrame):
             self._last_tps = event.tokens_per_second
             self._turn_first_token, self._in_turn = None, False
             view = self._turn(event.turn)
-            view.finish(f"{event.completion_tokens} tokens, {event.tokens_per_second:.1f} tok/s")
+            # A replay's speed means nothing: the recording shows token counts only.
+            speed = "" if self.recording else f", {event.tokens_per_second:.1f} tok/s"
+            view.finish(f"{event.completion_tokens} tokens{speed}")
             budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
             if event.completion_tokens >= budget:
                 view.add_note(cut_note(budget))
@@ -225,7 +227,7 @@ class EpisodeView(QFrame):
             parts.append(f"{self.tool_turns_left} tool turns left")
         if self.running and self._in_turn and self._turn_first_token is None:
             parts.append("reading the prompt…")
-        else:
+        elif not self.recording:
             parts.append(f"{self.tokens_per_second():.1f} tok/s")
         parts.append(f"{self.elapsed():.1f} s")
         if not self.running:
@@ -253,7 +255,8 @@ class EpisodeView(QFrame):
                 details.append(f"{count:,}{more} row{'' if count == 1 else 's'}")
         if episode.error:
             details.append(episode.error)
-        details.append(f"{self.tokens_per_second():.1f} tok/s")
+        if not self.recording:
+            details.append(f"{self.tokens_per_second():.1f} tok/s")
         details.append(f"{self._elapsed:.1f} s")
         answer.set_details(" · ".join(details))
         answer.open_in_editor.connect(self.open_in_editor)

@@ -136,8 +136,9 @@ class MainWindow(QMainWindow):
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
-            self._engine_state(
-                "failed", "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
+            self._engine_state("failed", "none installed")
+            self.model_label.setToolTip(
+                "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
             )
 
     # layout ---------------------------------------------------------------------------------

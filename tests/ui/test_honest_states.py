@@ -26,7 +26,8 @@ def settle() -> None:
     """Let pending layout requests run (a resize lays out over several posted events)."""
     from PySide6.QtWidgets import QApplication
 
-    for _ in range(5):
+    for _ in range(20):
+        QApplication.sendPostedEvents()
         QApplication.processEvents()
 
 

@@ -1,0 +1,129 @@
+"""Cards fit their content: measured geometry, and screenshots at 1024×700 and full width, in the
+light and the dark palette (tests/artifacts/cards_*.png)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication, QLabel, QPlainTextEdit
+
+from sqale_desktop.ui.main_window import MainWindow
+from sqale_desktop.ui.palette import apply_theme
+from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, call, turn
+from tests.ui.test_honest_states import ask, settle
+from tests.ui.test_main_window import WindowFactory, make_window, open_page
+
+__all__ = ["make_window"]
+
+LONG_SQL = (
+    "SELECT ar.Name AS artist_name, al.Title AS album_title, t.Name AS track_name, g.Name AS genre_name, "
+    "t.Milliseconds / 60000.0 AS minutes, t.UnitPrice FROM Track t JOIN Album al ON al.AlbumId = t.AlbumId "
+    "JOIN Artist ar ON ar.ArtistId = al.ArtistId JOIN Genre g ON g.GenreId = t.GenreId "
+    "WHERE t.Milliseconds > 300000 AND g.Name IN ('Rock', 'Metal', 'Jazz') ORDER BY minutes DESC LIMIT 20"
+)
+PARAGRAPH = " ".join(
+    ["The albums table links artists to their records, so counting albums per artist needs a join."] * 12
+)
+
+
+def script() -> list[str]:
+    return [
+        # A call the parser cannot read (the old "()" card) and a tool that does not exist.
+        turn("Let me look.", '{"tool": "describe_table", "args": {"table_name": }', call("drop_everything")),
+        # One long paragraph of thinking (one block, many wrapped lines) and a long query.
+        turn(PARAGRAPH, call("run_query", sql=LONG_SQL)),
+        turn("Good.", call("submit_sql", sql=CHINOOK_ANSWER_SQL)),
+    ]
+
+
+def visual_lines(edit: QPlainTextEdit) -> int:
+    return max(1, math.ceil(edit.document().documentLayout().documentSize().height()))
+
+
+def assert_fits(edit: QPlainTextEdit, max_lines: int) -> None:
+    """As tall as its wrapped lines up to ``max_lines``; no sideways scrolling; a vertical bar
+    only when the text really is longer than the box."""
+    lines = visual_lines(edit)
+    shown = edit.viewport().height() / edit.fontMetrics().lineSpacing()
+    assert shown >= min(lines, max_lines) - 0.01, (lines, shown)
+    assert not edit.horizontalScrollBar().isVisible()
+    assert edit.verticalScrollBar().isVisible() == (lines > max_lines)
+
+
+def assert_label_whole(label: QLabel) -> None:
+    assert label.height() >= label.heightForWidth(label.width()) - 1
+
+
+@pytest.fixture
+def themed() -> Iterator[None]:
+    yield
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_theme(app, "light")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_cards_size_to_their_content_narrow_and_wide(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, artifacts: Path, theme: str, themed: None
+) -> None:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_theme(app, theme)  # type: ignore[arg-type]
+    window: MainWindow = make_window(script())
+    page = open_page(qtbot, window, chinook)
+    page.chat.add_rerun(LONG_SQL, 20, None)
+    view = ask(qtbot, window, page)
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        pass
+    unreadable, unknown, query, submitted = view.tool_cards()
+    assert unreadable.title.text() == "<b>Unreadable tool call</b>" and "()" not in unreadable.title.text()
+    assert not unreadable.ok and isinstance(unreadable.result_view, QLabel)
+    assert unknown.title.text().startswith("<b>drop") and "()" not in unknown.title.text()
+    rerun = page.chat.reruns[0]
+    rerun_sql = rerun.findChild(QPlainTextEdit)
+    assert rerun_sql is not None
+    thinking = view.turns[2].thinking
+
+    for width, height in ((1024, 700), (1920, 1080)):
+        window.resize(width, height)
+        settle()
+        # Nothing in the conversation is wider than the pane (no hidden sideways overflow).
+        viewport = page.chat.scroll_area.viewport().width()
+        assert page.chat._content.width() <= viewport
+        for card in (unreadable, unknown, query, submitted):
+            assert card.width() <= viewport
+            assert_label_whole(card.title)
+        assert isinstance(unreadable.result_view, QLabel)
+        assert_label_whole(unreadable.result_view)
+        assert_fits(rerun_sql, 8)
+        assert view.answer is not None and view.answer.editor is not None
+        assert_fits(view.answer.editor, 16)
+        for turn_view in view.turns.values():
+            assert_label_whole(turn_view.header)
+        thinking.set_expanded(True)
+        settle()
+        assert_fits(thinking.text, thinking.MAX_LINES)
+        assert visual_lines(thinking.text) > 1  # the paragraph wraps; the box shows the wrapped lines
+        window.grab().save(str(artifacts / f"cards_{theme}_{width}x{height}.png"))
+        thinking.set_expanded(False)
+
+
+def test_a_turn_header_wraps_in_a_narrow_pane(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
+    window = make_window(script())
+    page = open_page(qtbot, window, chinook)
+    view = ask(qtbot, window, page)
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        pass
+    window.resize(1024, 700)
+    splitter = page.findChild(type(page.chat.parentWidget()))
+    assert splitter is not None
+    splitter.setSizes([520, 170, 334])  # a narrow chat pane
+    settle()
+    header = view.turns[1].header
+    one_line = header.fontMetrics().lineSpacing()
+    assert header.heightForWidth(header.width()) > one_line  # it needs two lines here…
+    assert_label_whole(header)  # …and gets them
