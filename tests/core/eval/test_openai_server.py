@@ -172,3 +172,31 @@ def test_cli_spreads_episodes_over_repeated_base_urls(
     assert settings["engine"]["base_urls"] == [server_url, other]
     progress = capsys.readouterr().err
     assert "2/2" in progress and "acc=" in progress and "ep_min=" in progress  # the progress bar
+
+
+@pytest.mark.slow
+def test_cli_llama_engine_records_the_model_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model GGUF`` runs in-process, one episode at a time, and run.json names the weights."""
+    import hashlib
+
+    from sqale_desktop.core.agent import protocol as protocol_module
+
+    monkeypatch.setattr(protocol_module, "load_protocol", lambda model_dir=None: short_protocol())
+    model = smollm2()
+    argv = ["eval", "run", str(shared_data("text2sql/spider/questions.json")), "--model", str(model),
+            "--limit", "2", "--concurrency", "4", "--out", str(tmp_path / "run")]  # fmt: skip
+    assert cli.main(argv) == 0
+    assert "one episode at a time" in capsys.readouterr().err
+    settings = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    facts = settings["engine"]["model"]
+    assert settings["concurrency"] == 1 and settings["engine"]["kind"] == "llama"
+    assert facts["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert facts["quantization"] == "Q4_1" and 1e8 < facts["parameters"] < 2e8
+    episodes = read_episodes(tmp_path / "run")
+    assert len(episodes) == 2 and all(r["ended_by"] != "error" for r in episodes)
+    assert all(
+        r["tflops"] == pytest.approx(2 * facts["parameters"] * r["tokens"]["evaluated"] / 1e12)
+        for r in episodes
+    )
