@@ -55,18 +55,25 @@ def ddl(sql: str) -> str:
 
 
 def compact_sql(sql: str) -> str:
-    """Collapse whitespace and drop comments, never touching string literals or quoted names."""
+    """Collapse whitespace and drop comments, never touching string literals or quoted names.
+
+    Reads sqlparse's lexer tokens, not ``sqlparse.parse``: the parser's grouping refuses
+    statements of more than 10,000 tokens (a table of 1,000+ columns), and the leaves are all
+    that is needed here.
+    """
     out: list[str] = []
     pending_space = False
-    for statement in sqlparse.parse(sql):
-        for token in statement.flatten():  # type: ignore[no-untyped-call]
-            if token.is_whitespace or token.ttype in sqlparse.tokens.Comment:
-                pending_space = True
-                continue
-            if pending_space and out and not out[-1].endswith("(") and token.value not in (")", ","):
-                out.append(" ")
-            pending_space = False
-            out.append(token.value)
+    for ttype, value in sqlparse.lexer.tokenize(sql):  # type: ignore[no-untyped-call]
+        if ttype in sqlparse.tokens.Whitespace or ttype in sqlparse.tokens.Newline or value.isspace():
+            pending_space = True
+            continue
+        if ttype in sqlparse.tokens.Comment:
+            pending_space = True
+            continue
+        if pending_space and out and not out[-1].endswith("(") and value not in (")", ","):
+            out.append(" ")
+        pending_space = False
+        out.append(value)
     return "".join(out).strip()
 
 
