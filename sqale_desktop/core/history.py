@@ -75,6 +75,7 @@ class Entry:
     error: str | None = None  # a rerun's error, or why a stored episode could not be read back
     episode: Episode | None = None  # finished question entries
     source_entry_id: int | None = None  # a rerun: the entry whose SQL the user edited
+    duration_ms: int | None = None  # a rerun: how long the statement took to its first page
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -113,7 +114,12 @@ def _v1(conn: sqlite3.Connection) -> None:
 
 
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_v1]
+def _v2(conn: sqlite3.Connection) -> None:
+    """Reruns keep their duration, for the query-history panel (issue 13)."""
+    conn.execute("ALTER TABLE entries ADD COLUMN duration_ms INTEGER")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2]
 """Step ``i`` migrates schema version ``i`` to ``i + 1``; append a step to change the schema."""
 
 
@@ -223,8 +229,9 @@ class History:
         row_count: int | None = None,
         error: str | None = None,
         source_entry_id: int | None = None,
+        duration_ms: int | None = None,
     ) -> int:
-        """Record a query the user edited and ran; returns the entry id."""
+        """Record a query the user ran by hand (edited or typed); returns the entry id."""
         now = _now()
         with self._write() as conn:
             entry_id = _insert_entry(
@@ -238,6 +245,7 @@ class History:
                 error=error,
                 source_entry_id=source_entry_id,
                 finished_at=now,
+                duration_ms=duration_ms,
             )
         return entry_id
 
@@ -349,6 +357,7 @@ def _entry(row: sqlite3.Row) -> Entry:
         error=error,
         episode=episode,
         source_entry_id=row["source_entry_id"],
+        duration_ms=row["duration_ms"],
     )
 
 

@@ -194,6 +194,15 @@ class ChatPane(QWidget):
         self._scroll_to_end()
         return card
 
+    def clear(self) -> None:
+        """Empty the conversation shown (the window has deleted the stored one)."""
+        for widget in [*self.episodes, *self.reruns]:
+            self._column.removeWidget(widget)
+            widget.deleteLater()
+        self.episodes.clear()
+        self.reruns.clear()
+        self.placeholder.show()
+
     def begin(self, question: str, recording: bool = False, protocol: Any = None) -> EpisodeView:
         """A new live episode: the pane is busy until ``end``."""
         view = self.add_episode(EpisodeView(question, self._content, recording=recording, protocol=protocol))

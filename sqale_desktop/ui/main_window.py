@@ -8,10 +8,13 @@ banner at the top, not a dialog box in the way and not a crash.
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event, TextDelta
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, load_schema
+from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeDone, EpisodeFailed, EpisodeFn
 from sqale_desktop.ui.banners import BannerStack
@@ -231,6 +235,12 @@ class MainWindow(QMainWindow):
         demo_action = QAction("Open the &Demo Shop", self)
         demo_action.triggered.connect(self.open_demo)
         file_menu.addAction(demo_action)
+        clear_action = QAction("C&lear Conversation…", self)
+        clear_action.triggered.connect(lambda: self.clear_conversation())
+        file_menu.addAction(clear_action)
+        conversations_action = QAction("Stored Conversations…", self)
+        conversations_action.triggered.connect(self.show_conversations)
+        file_menu.addAction(conversations_action)
         close_action = QAction("&Close Database", self)
         close_action.setShortcut(QKeySequence.StandardKey.Close)
         close_action.triggered.connect(lambda: self.close_tab(self.tabs.currentIndex()))
@@ -317,7 +327,9 @@ class MainWindow(QMainWindow):
         page.chat.set_recording_available(page.is_demo)
         page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
         page.damaged.connect(self.show_message)
-        page.sql.user_ran.connect(lambda sql, rows, error, p=page: self._record_rerun(p, sql, rows, error))
+        page.sql.user_ran.connect(
+            lambda sql, rows, error, ms, p=page: self._record_rerun(p, sql, rows, error, ms)
+        )
         page.sql.folder_provider = lambda: self.settings.export_folder
         page.sql.export_folder_chosen.connect(self._remember_export_folder)
         index = self.tabs.addTab(page, db.name)
@@ -642,8 +654,7 @@ class MainWindow(QMainWindow):
             if entry.sql:
                 last_sql = entry.sql
             if entry.kind == "rerun":
-                page.chat.add_rerun(entry.sql or "", entry.row_count, entry.error)
-                continue
+                continue  # hand-run SQL is listed in the query-history panel, not the chat
             if entry.episode is not None:
                 page.chat.add_episode(EpisodeView.from_record(entry.episode))
             else:
@@ -655,18 +666,71 @@ class MainWindow(QMainWindow):
                     error=entry.error or "interrupted: the app closed while this episode ran",
                 )
                 page.chat.add_episode(EpisodeView.from_record(stub))
+        page.sql.history.set_runs(runs_from_entries(entries, page.path))
         if last_sql:
             page.open_sql(last_sql, run=False)  # where the user left off, ready to edit and run
 
-    def _record_rerun(self, page: DatabasePage, sql: str, row_count: int | None, error: str | None) -> None:
-        """The user edited and ran SQL: keep it in the conversation and the history."""
-        page.chat.add_rerun(sql, row_count, error)
-        if self.history is None or page.conversation_id is None:
+    def _record_rerun(
+        self, page: DatabasePage, sql: str, row_count: int | None, error: str | None, duration_ms: int
+    ) -> None:
+        """The user ran SQL by hand: list it in the query history and store it with the conversation."""
+        run = QueryRun(sql, datetime.now(UTC), page.path.name, duration_ms, row_count, error)
+        if self.history is not None and page.conversation_id is not None:
+            try:
+                entry_id = self.history.add_rerun(
+                    page.conversation_id, sql, row_count=row_count, error=error, duration_ms=duration_ms
+                )
+                run = dataclasses.replace(run, entry_id=entry_id)
+            except Exception as exc:  # history trouble must not stop the user's work
+                log.warning("could not record the query: %s", exc)
+        page.sql.history.add_run(run)
+
+    def clear_conversation(self, page: DatabasePage | None = None, confirm: bool = True) -> bool:
+        """Delete the stored conversation of ``page``'s database (questions, episodes, query
+        history) and start an empty one; True when it was cleared."""
+        page = page or self.current_page()
+        if page is None or page.chat.current is not None:
+            return False
+        if confirm:
+            from PySide6.QtWidgets import QMessageBox
+
+            answer = QMessageBox.question(
+                self,
+                "Clear the conversation",
+                f"Delete the questions, answers and query history kept for {page.path.name}? "
+                "The database itself is not touched.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        if self.history is not None and page.conversation_id is not None:
+            try:
+                with contextlib.suppress(KeyError):  # already deleted (Stored Conversations…)
+                    self.history.delete_conversation(page.conversation_id)
+                page.conversation_id = self.history.conversation_for(
+                    page.path.resolve(), title=page.path.name
+                ).id
+            except Exception as exc:
+                self.show_error(f"Could not clear the conversation: {exc}")
+                return False
+        page.chat.clear()
+        page.sql.history.set_runs([])
+        self.show_message(f"Cleared the conversation about {page.path.name}.")
+        return True
+
+    def show_conversations(self) -> None:
+        """The stored conversations (also of databases not open), to delete the ones not wanted."""
+        if self.history is None:
             return
-        try:
-            self.history.add_rerun(page.conversation_id, sql, row_count=row_count, error=error)
-        except Exception as exc:  # history trouble must not stop the user's work
-            log.warning("could not record the query: %s", exc)
+        from sqale_desktop.ui.conversations_dialog import ConversationsDialog
+
+        dialog = ConversationsDialog(self.history, self)
+        dialog.deleted.connect(self._conversation_deleted)
+        dialog.exec()
+
+    def _conversation_deleted(self, conversation_id: int) -> None:
+        for page in self.pages():
+            if page.conversation_id == conversation_id:
+                self.clear_conversation(page, confirm=False)
 
     def _remember_export_folder(self, folder: str) -> None:
         self.settings.export_folder = folder

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableView,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -32,6 +33,7 @@ from sqale_desktop.core.db.cursor import QueryCursor
 from sqale_desktop.core.db.errors import QueryInterrupted
 from sqale_desktop.core.export_formats import TextFormat, column_values, format_rows
 from sqale_desktop.ui.export import ExportFormat, export_rows
+from sqale_desktop.ui.query_history import QueryHistoryPanel
 from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
 from sqale_desktop.ui.row_filter import FilterBar, Operator, RowFilterProxy
 from sqale_desktop.ui.sql_editor import SqlEditor
@@ -189,7 +191,8 @@ class SqlPanel(QWidget):
     Signals:
         query_finished(object): a ResultTableModel with the first page loaded.
         query_failed(str): the message (refusals say why the statement is not read-only).
-        user_ran(str, object, object): the user ran SQL: (sql, row count or None, error or None).
+        user_ran(str, object, object, object): the user ran SQL: (sql, row count or None, error or
+            None, milliseconds to the first page).
         export_finished(str, int): path and number of rows written.
         export_failed(str): the message.
         export_folder_chosen(str): the folder the user exported to (the window remembers it).
@@ -197,7 +200,7 @@ class SqlPanel(QWidget):
 
     query_finished = Signal(object)
     query_failed = Signal(str)
-    user_ran = Signal(str, object, object)
+    user_ran = Signal(str, object, object, object)
     export_finished = Signal(str, int)
     export_failed = Signal(str)
     export_folder_chosen = Signal(str)
@@ -218,6 +221,7 @@ class SqlPanel(QWidget):
         self.folder_provider: Callable[[], str] | None = None
         """Where the export dialog starts (the window's remembered folder); see ``export_folder``."""
         self._last_folder = ""
+        self._started = time.perf_counter()
 
         self.editor = SqlEditor(self)
         self.editor.run_requested.connect(lambda: self.run())
@@ -258,13 +262,22 @@ class SqlPanel(QWidget):
         top_layout.addWidget(self.message)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(top)
-        bottom = QWidget(self)
-        bottom_layout = QVBoxLayout(bottom)
-        bottom_layout.setContentsMargins(0, 0, 0, 0)
-        bottom_layout.setSpacing(2)
-        bottom_layout.addWidget(self.filter_bar)
-        bottom_layout.addWidget(self.grid, 1)
-        splitter.addWidget(bottom)
+        result = QWidget(self)
+        result_layout = QVBoxLayout(result)
+        result_layout.setContentsMargins(0, 0, 0, 0)
+        result_layout.setSpacing(2)
+        result_layout.addWidget(self.filter_bar)
+        result_layout.addWidget(self.grid, 1)
+        self.history = QueryHistoryPanel(self)
+        self.history.rerun_requested.connect(self._rerun_from_history)
+        self.history.open_requested.connect(self._open_from_history)
+        self.views = QTabWidget(self)
+        self.views.setObjectName("resultViews")
+        self.views.setDocumentMode(True)
+        self.result_tab = result
+        self.views.addTab(result, "Result")
+        self.views.addTab(self.history, "Query history")
+        splitter.addWidget(self.views)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
@@ -310,6 +323,7 @@ class SqlPanel(QWidget):
         if self.model is not None:
             self.model.close_cursor()  # its connection is free for the next statement
         self.message.setText("Running…")
+        self._started = time.perf_counter()
         db = self.db
 
         def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
@@ -379,7 +393,8 @@ class SqlPanel(QWidget):
         self._set_export_enabled(bool(model.columns))
         self.query_finished.emit(model)
         if by_user:
-            self.user_ran.emit(self._last_sql, model.rowCount() if model.complete else None, None)
+            rows = model.rowCount() if model.complete else None
+            self.user_ran.emit(self._last_sql, rows, None, round(seconds * 1000))
 
     def _describe(self, model: ResultTableModel, seconds: float) -> None:
         rows = model.rowCount()
@@ -401,7 +416,8 @@ class SqlPanel(QWidget):
         self.message.setText(f"⚠ {text}")
         self.query_failed.emit(text)
         if by_user:
-            self.user_ran.emit(self._last_sql, None, text)
+            elapsed = round((time.perf_counter() - self._started) * 1000)
+            self.user_ran.emit(self._last_sql, None, text, elapsed)
 
     def _resort(self, column: int, order: Qt.SortOrder) -> None:
         """Sort the whole result: re-run the statement wrapped in ORDER BY (column position)."""
@@ -423,6 +439,14 @@ class SqlPanel(QWidget):
     def _set_export_enabled(self, enabled: bool) -> None:
         self.csv_button.setEnabled(enabled)
         self.json_button.setEnabled(enabled)
+
+    def _rerun_from_history(self, sql: str) -> None:
+        self.views.setCurrentWidget(self.result_tab)
+        self.run(sql)
+
+    def _open_from_history(self, sql: str) -> None:
+        self.editor.set_sql(sql)
+        self.editor.setFocus()
 
     def _copied(self, text: str) -> None:
         lines = text.count("\n") + 1

@@ -41,7 +41,9 @@ def test_first_run_opens_the_demo_and_offers_a_model(qtbot: Any) -> None:
     with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
         page.sql.run("SELECT count(*) FROM suppliers")
     assert page.sql.model is not None and page.sql.model.rowCount() == 1
-    assert page.chat.suggestions.isHidden()  # the SQL run is now in the conversation
+    # Hand-run SQL goes to the query history: the chat (and its suggestions) stays as it was.
+    assert [run.sql for run in page.sql.history.shown_runs()] == ["SELECT count(*) FROM suppliers"]
+    assert page.chat.reruns == []
     assert window.shutdown()
 
 

@@ -247,8 +247,10 @@ def test_reask_and_restart_restores_the_conversation(
     with qtbot.waitSignal(page.sql.user_ran, timeout=10_000) as ran:
         page.sql.editor.set_sql(edited)
         page.sql.run_button.click()
-    assert ran.args == [edited, 1, None]
-    assert [card.sql for card in page.chat.reruns] == [edited]
+    assert ran.args[:3] == [edited, 1, None] and ran.args[3] >= 0  # and its milliseconds
+    # Hand-run SQL goes to the query history, not into the chat as a card.
+    assert page.chat.reruns == []
+    assert [run.sql for run in page.sql.history.shown_runs()] == [edited]
     assert window.shutdown()
     window.close()
 
@@ -259,7 +261,10 @@ def test_reask_and_restart_restores_the_conversation(
         "Which artists have the most albums?",
         "Which five artists have the most albums?",
     ]
-    assert [card.sql for card in restored.chat.reruns] == [edited]
+    assert restored.chat.reruns == []
+    [run] = restored.sql.history.shown_runs()
+    assert (run.sql, run.row_count, run.database) == (edited, 1, chinook.name)
+    assert run.duration_ms is not None and run.entry_id is not None
     assert restored.sql.editor.sql() == format_sql(edited)  # where the user left off, formatted
     assert views[0].answer is not None and "SELECT" in views[0].answer.sql
     assert views[0].ended_by == "submit_sql"

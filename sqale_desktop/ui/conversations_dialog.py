@@ -1,0 +1,85 @@
+"""Stored conversations, one per database file ever opened, with a way to delete them.
+
+The history store keeps every conversation (``core.history``); without this dialog the only way to
+forget one would be deleting the app's data folder.  Deleting removes its questions, episode traces
+and query history; the database file itself is never touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+
+class ConversationsDialog(QDialog):
+    """The list (most recently active first) and Delete.
+
+    Signals:
+        deleted(int): a conversation's id, after it was deleted from the store.
+    """
+
+    deleted = Signal(int)
+
+    def __init__(self, history: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Stored conversations")
+        self.history = history
+        self.list = QListWidget(self)
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.delete_button = QPushButton("Delete…", self)
+        self.delete_button.clicked.connect(lambda: self.delete_selected())
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.addButton(self.delete_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Questions, answers and query history kept per database file:", self))
+        layout.addWidget(self.list, 1)
+        layout.addWidget(buttons)
+        self.resize(560, 360)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.list.clear()
+        for conversation in self.history.list_conversations():
+            when = conversation.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
+            item = QListWidgetItem(f"{conversation.title}  —  last used {when}")
+            item.setToolTip(conversation.db_path)
+            item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+            self.list.addItem(item)
+        self.delete_button.setEnabled(self.list.count() > 0)
+
+    def delete_selected(self, confirm: bool = True) -> int:
+        """Delete the selected conversations; returns how many."""
+        ids = [int(item.data(Qt.ItemDataRole.UserRole)) for item in self.list.selectedItems()]
+        if not ids:
+            return 0
+        if confirm:
+            answer = QMessageBox.question(
+                self,
+                "Delete conversations",
+                f"Delete {len(ids)} conversation{'s' if len(ids) != 1 else ''} with their questions, "
+                "answers and query history? The database files are not touched.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return 0
+        for conversation_id in ids:
+            try:
+                self.history.delete_conversation(conversation_id)
+            except KeyError:
+                continue  # deleted meanwhile
+            self.deleted.emit(conversation_id)
+        self.refresh()
+        return len(ids)
