@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 Kind = Literal["error", "warning", "info"]
 COLOURS: dict[str, tuple[str, str]] = {
@@ -28,6 +28,7 @@ class Banner(QFrame):
         super().__init__(parent)
         self.key = key
         self.kind = kind
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # as tall as its text
         self.setObjectName(f"banner_{kind}")
         background, foreground = COLOURS[kind]
         self.setAutoFillBackground(True)
@@ -73,6 +74,7 @@ class BannerStack(QWidget):
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(1)
         self._banners: dict[str, Banner] = {}
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.hide()
 
     def show_banner(

@@ -106,6 +106,7 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self.stop_requested)
         self.live = QLabel("", self)
         self.live.setObjectName("liveStatus")
+        self.live.setWordWrap(True)  # a long reason must not widen the pane (or the window)
         row = QHBoxLayout()
         row.addWidget(self.question, 1)
         buttons = QVBoxLayout()

@@ -86,7 +86,7 @@ class DatabasePage(QWidget):
         self.banners = BannerStack(self)
         self.damaged.connect(lambda text: self.banners.show_banner("damaged", text, "error"))
         layout.addWidget(self.banners)
-        layout.addWidget(splitter)
+        layout.addWidget(splitter, 1)
         self.is_demo = is_demo_database(db.path)
         self.sql.query_failed.connect(self._mark_grid_stale)
         self.sql.query_finished.connect(lambda _model: self._mark_grid_stale(None))
