@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="run agent episodes over a question set and score each by execution",
         description="Run one agent episode per question, score it by execution and save it at once "
         "to RUN_DIR/episodes.jsonl (Ctrl+C loses nothing; --resume continues). Exit status: 0 every "
-        "question was run, 1 stopped early or a known problem, 2 bad usage.",
+        "question was run, 1 stopped early, an episode ended in an engine or database error, or another "
+        "known problem, 2 bad usage.",
     )
     _question_args(p)
     p.add_argument(
@@ -405,12 +406,15 @@ def _execute(
     print(f"run folder: {run_dir} ({todo} of {len(qset.questions)} questions to run)", file=sys.stderr)
     bar = _progress(todo)
     correct = count = 0
+    errors: list[str] = []
     started = time.monotonic()
     with _cancel_on_ctrl_c(run):
         try:
             for record in run.run(qset.questions):
                 count += 1
                 correct += bool(record["correct"])
+                if record["ended_by"] == "error":
+                    errors.append(f"{record['id']}: {record['error']}")
                 if bar is not None:
                     minutes = max(time.monotonic() - started, 1e-9) / 60
                     bar.set_postfix(acc=f"{100 * correct / count:.1f}%", ep_min=f"{count / minutes:.1f}")
@@ -425,6 +429,13 @@ def _execute(
         print(f"stopped: {count} episodes saved; continue with --resume {run_dir}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{correct}/{count} correct this session; episodes in {run_dir / 'episodes.jsonl'}")
+    if errors:
+        print(
+            f"sqale-desktop eval run: {len(errors)} episodes ended in an error (first: {errors[0]}); "
+            f"--resume {run_dir} runs them again",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -50,3 +50,20 @@ def test_run_bad_usage(
     questions = str(shared_data("text2sql/spider/questions.json"))
     assert cli.main(["eval", "run", questions, "--out", str(tmp_path / "r"), *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_run_against_an_unreachable_server_reports_the_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.delenv("SQALE_DESKTOP_API_KEY", raising=False)
+    questions = str(shared_data("text2sql/spider/questions.json"))
+    argv = ["eval", "run", questions, "--base-url", f"http://127.0.0.1:{port}", "--limit", "2"]
+    assert cli.main([*argv, "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "2 episodes ended in an error (first: " in err and "Connection refused" in err, err
+    assert [r["ended_by"] for r in read_episodes(tmp_path / "run")] == ["error", "error"]
