@@ -231,10 +231,16 @@ def build_reduced(source_uri: str, schema: SourceSchema, tables: Sequence[str], 
 def strip_references(ddl: str, kept: Iterable[str]) -> str:
     """``ddl`` without the foreign-key clauses that point to a table outside ``kept`` (lower-cased)."""
     from sqlglot.dialects.sqlite import SQLite
+    from sqlglot.errors import SqlglotError
     from sqlglot.tokenizer_core import TokenType
 
     keep = set(kept)
-    tokens = SQLite().tokenize(ddl)
+    try:
+        tokens = SQLite().tokenize(ddl)
+    except SqlglotError:
+        # SQLite accepted this statement, so a tokenizer that cannot read it is the odd one out:
+        # keep the table whole (a dangling reference is harmless while foreign_keys is off)
+        return ddl
     count = len(tokens)
     start = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), count)
     items: list[tuple[int, int]] = []  # token ranges [a, b) of the body's comma-separated items

@@ -17,6 +17,7 @@ What each line holds is documented on :func:`episode_record`.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,8 @@ from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepar
 from sqale_desktop.core.eval.metrics import Metric
 from sqale_desktop.core.eval.questions import EvalQuestion
 from sqale_desktop.core.eval.scorer import DEFAULT_TIME_LIMIT_S, Score, Scorer
+
+_log = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
 RUN_FILE = "run.json"
@@ -172,8 +175,22 @@ class EvalRun:
     # -- one episode ---------------------------------------------------------------------------
 
     def _episode(self, question: EvalQuestion, index: int) -> dict[str, Any] | None:
+        """Run, score and describe one episode; None when it was cancelled.
+
+        A bug anywhere in here becomes an ``error`` record (traceback in the log), so one bad
+        question never ends a run of thousands.
+        """
         if self.cancelled:
             return None
+        started = time.perf_counter()
+        try:
+            return self._episode_unguarded(question, index)
+        except Exception as exc:
+            _log.exception("evaluating question %s failed", question.key)
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            return _failed_record(question, self.options.condition, message, time.perf_counter() - started)
+
+    def _episode_unguarded(self, question: EvalQuestion, index: int) -> dict[str, Any] | None:
         from sqale_desktop.core.db import DatabaseError, open_readonly
         from sqale_desktop.core.tools import ToolBox
 

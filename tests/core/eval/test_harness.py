@@ -81,7 +81,7 @@ def test_episode_fields(tmp_path: Path) -> None:
     script = [
         '<think>\nx\n</think>\n\n{"tool": "describe_table", "args": {"table_name": "SINGER"}}\n'
         '{"tool": "describe_table", "args": {"table_name": "SINGER"}}',
-        '<think>\nx\n</think>\n\n'
+        "<think>\nx\n</think>\n\n"
         '{"tool": "distinct_values", "args": {"table_name": "singer", "column_name": "Country"}}',
         submit_completion(question.gold_sql),
     ]
@@ -146,3 +146,20 @@ def test_replay_script_files(tmp_path: Path) -> None:
     as_lines.write_text('{"id": 1}\n', encoding="utf-8")
     with pytest.raises(EngineError, match="must map question ids"):
         load_scripts(as_lines)
+
+
+def test_a_bug_in_one_episode_becomes_an_error_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    questions = _spider()[:3]
+
+    def engine_for(question: EvalQuestion, index: int) -> ReplayEngine:
+        if question.id == 1:
+            raise RuntimeError("boom")
+        return ReplayEngine(gold_script(question))
+
+    records = list(_run(tmp_path, engine_for).run(questions))
+    by_id = {r["id"]: r for r in records}
+    assert by_id[0]["correct"] and by_id[2]["correct"]
+    assert by_id[1]["ended_by"] == "error" and by_id[1]["error"] == "internal error: RuntimeError: boom"
+    assert "evaluating question 1 failed" in caplog.text
