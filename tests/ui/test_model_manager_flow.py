@@ -1,0 +1,163 @@
+"""The model manager leads somewhere: one click from the first-run offer to a selected model (the
+fake hub stands in for Hugging Face through HF_ENDPOINT), the choice explained with the paper's
+figures, the 40+ tables hint, the active model marked, Import usable while the hub is asked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core.models import hub
+from sqale_desktop.core.models.catalog import SQALE, SYNSQL
+from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.ui.model_manager import ModelManagerDialog
+from sqale_desktop.ui.workers import TaskPool
+from tests.core.models.conftest import fake_hub, hf_env
+from tests.core.models.fakehub import FakeHub, FakeRepo
+from tests.ui.test_dialogs import smollm2
+
+__all__ = ["fake_hub", "hf_env"]
+
+GGUF_REPO = "someone/qwen3.5-2b-grpo-synsql-GGUF"
+FILE = "qwen3.5-2b-grpo-synsql-Q4_K_M.gguf"
+
+
+@pytest.fixture
+def pool() -> Iterator[TaskPool]:
+    pool = TaskPool()
+    yield pool
+    assert pool.shutdown()
+
+
+def dialog_for(qtbot: Any, pool: TaskPool, tmp_path: Path, **kwargs: Any) -> ModelManagerDialog:
+    dialog = ModelManagerDialog(pool, registry=Registry(tmp_path / "models.json"), **kwargs)
+    qtbot.addWidget(dialog)
+    return dialog
+
+
+def test_one_click_finds_downloads_and_selects_the_suggested_build(
+    qtbot: Any, pool: TaskPool, tmp_path: Path, fake_hub: FakeHub, artifacts: Path
+) -> None:
+    fake_hub.add(
+        FakeRepo(
+            GGUF_REPO,
+            {FILE: b"GGUF" + os.urandom(200_000), "small-Q8_0.gguf": b"GGUF" + os.urandom(300_000)},
+            lfs={FILE, "small-Q8_0.gguf"},
+            tags=["gguf"],
+            base_model=SYNSQL.repo_id,
+        )
+    )
+    hub._last_reachable.clear()
+    dialog = dialog_for(qtbot, pool, tmp_path)
+    dialog.show()
+    with qtbot.waitSignal(dialog.model_chosen, timeout=30_000) as chosen:
+        dialog.get_suggested()
+    record = dialog.registry.list()[0]
+    assert chosen.args == [record.id] and dialog.active_model_id == record.id
+    assert Path(record.path).name == FILE  # Q4_K_M was the suggestion, not the other file
+    assert "using" in dialog.message.text()
+    assert dialog.table.item(0, 0).text().startswith("✓ ")
+    dialog.grab().save(str(artifacts / "models_one_click.png"))
+
+
+def test_without_a_gguf_build_conversion_is_offered_with_its_cost(
+    qtbot: Any, pool: TaskPool, tmp_path: Path, fake_hub: FakeHub
+) -> None:
+    hub._last_reachable.clear()
+    dialog = dialog_for(qtbot, pool, tmp_path)
+    dialog.get_suggested()
+    qtbot.waitUntil(lambda: "No GGUF build" in dialog.message.text(), timeout=20_000)
+    text = dialog.message.text()
+    assert "Convert" in text and "4.6 GB" in text and "1.2 GB" in text and "minute" in text
+    assert dialog.registry.list() == []
+
+
+def test_the_choice_is_explained_and_a_large_database_gets_the_hint(
+    qtbot: Any, pool: TaskPool, tmp_path: Path, artifacts: Path
+) -> None:
+    small = dialog_for(qtbot, pool, tmp_path, table_count=11)
+    assert small.checkpoint.currentData() == SYNSQL.repo_id
+    assert "66.3%" in small.explanation.text() and "50.7%" in small.explanation.text()
+    assert "median 113 tables" in small.explanation.text()
+    assert small.large_hint.isHidden()
+    large = dialog_for(qtbot, pool, tmp_path, table_count=367)
+    assert large.checkpoint.currentData() == SQALE.repo_id
+    assert not large.large_hint.isHidden() and "367 tables" in large.large_hint.text()
+    large.show()
+    large.grab().save(str(artifacts / "models_large_schema.png"))
+
+
+def test_the_active_model_is_marked(qtbot: Any, pool: TaskPool, tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "models.json")
+    first = registry.import_file(smollm2())
+    dialog = ModelManagerDialog(pool, registry=registry, active_model_id=first.id)
+    qtbot.addWidget(dialog)
+    assert dialog.table.item(0, 0).text().startswith("✓ ") and "in use" in dialog.table.item(0, 0).text()
+    assert dialog.table.item(0, 0).font().bold()
+
+
+def test_import_stays_usable_while_the_hub_is_asked(
+    qtbot: Any, pool: TaskPool, tmp_path: Path, fake_hub: FakeHub
+) -> None:
+    hub._last_reachable.clear()
+    dialog = dialog_for(qtbot, pool, tmp_path)
+    dialog.find_builds()
+    assert dialog._search_job is not None and not dialog.find_button.isEnabled()
+    assert dialog.import_button.isEnabled()
+    with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
+        dialog.import_file(smollm2())
+    qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
+    assert len(dialog.registry.list()) == 1 and dialog.find_button.isEnabled()
+
+
+def test_offline_find_fails_with_the_offline_message(
+    qtbot: Any, pool: TaskPool, tmp_path: Path, hf_env: Path, monkeypatch: Any
+) -> None:
+    import socket
+
+    from huggingface_hub import constants
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    hub._last_reachable.clear()
+    dialog = dialog_for(qtbot, pool, tmp_path)
+    dialog.find_builds()
+    # No retries (tests/core/models/test_hub_offline.py): the message comes from the probe.
+    qtbot.waitUntil(lambda: "offline" in dialog.message.text(), timeout=10_000)
+    assert dialog.find_button.isEnabled() and dialog.import_button.isEnabled()
+
+
+def test_the_first_run_offer_is_one_click(
+    qtbot: Any, tmp_path: Path, fake_hub: FakeHub, monkeypatch: Any
+) -> None:
+    from sqale_desktop.core.history import History
+    from sqale_desktop.core.settings import Settings
+    from sqale_desktop.ui.main_window import MainWindow
+
+    opened: list[ModelManagerDialog] = []
+
+    def exec_(self: ModelManagerDialog) -> int:  # the modal loop, replaced: the test drives it
+        opened.append(self)
+        return 0
+
+    monkeypatch.setattr(ModelManagerDialog, "exec", exec_)
+    hub._last_reachable.clear()
+    window = MainWindow(Settings(), None, history=History(tmp_path / "h.sqlite"))
+    qtbot.addWidget(window)
+    try:
+        window.offer_model_download()
+        assert window.offer.isVisible() or not window.isVisible()
+        window.download_suggested_model()
+        assert len(opened) == 1
+        dialog = opened[0]
+        assert dialog._chain and dialog.checkpoint.currentData() == SYNSQL.repo_id  # found, downloaded, used
+        qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
+        assert "No GGUF build" in dialog.message.text()  # this fake hub has none: conversion is offered
+    finally:
+        assert window.shutdown()
