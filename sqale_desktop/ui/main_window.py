@@ -467,7 +467,9 @@ class MainWindow(QMainWindow):
         recording: bool = False,
     ) -> int:
         entry_id = None
-        if self.history is not None and page.conversation_id is not None:
+        # A recording is a demonstration, not the user's conversation: it is not kept in the history
+        # (restored, it would read as the model's own answer).
+        if self.history is not None and page.conversation_id is not None and not recording:
             try:
                 entry_id = self.history.add_question(page.conversation_id, question)
             except Exception as exc:  # history trouble must not stop the question

@@ -41,3 +41,24 @@ def test_server_engine_builds_without_connecting() -> None:
     assert choice.factory is not None and choice.description == "server http://127.0.0.1:9/v1"
     engine = choice.factory()
     assert "127.0.0.1:9" in engine.describe()
+
+
+def test_context_above_the_models_training_is_clamped_when_the_engine_is_built() -> None:
+    from sqale_desktop.ui.episodes import fit_protocol
+
+    record = Registry().import_file(smollm2())  # trained for 8,192 tokens
+    settings = dataclasses.replace(Settings(), model_id=record.id, n_ctx=16384, gpu_layers="none")
+    choice = engine_choice(settings)
+    assert choice.factory is not None
+    engine = choice.factory()
+    try:
+        assert engine.n_ctx == 8192  # type: ignore[attr-defined]
+    finally:
+        close = getattr(engine, "close", None)
+        if callable(close):
+            close()
+    # The episode's budgets follow the engine's context (three quarters for the episode).
+    fitted = fit_protocol(choice.protocol, 8192)
+    assert fitted is not None and fitted.context_tokens == 8192 and fitted.episode_tokens == 6144
+    assert fit_protocol(choice.protocol, 32768) is choice.protocol
+    assert fit_protocol(None, None) is None

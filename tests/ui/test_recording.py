@@ -84,3 +84,16 @@ def test_watching_the_recording_plays_to_submit_sql_and_the_real_grid(
     window.resize(1024, 700)
     settle()
     window.grab().save(str(artifacts / "recording_1024x700.png"))
+
+
+def test_a_recording_is_not_kept_in_the_conversation_history(
+    qtbot: Any, window: MainWindow, tmp_path: Path
+) -> None:
+    window.recording_delay = 0.0
+    with qtbot.waitSignal(window.database_opened, timeout=60_000) as blocker:
+        window.open_demo()
+    page = blocker.args[0]
+    with qtbot.waitSignal(window.episode_finished, timeout=30_000):
+        page.chat.watch_button.click()
+    assert window.history is not None and page.conversation_id is not None
+    assert window.history.entries(page.conversation_id) == []
