@@ -5,12 +5,16 @@ Prints human-readable figures, then ONE JSON object on the last line:
   cold ``list_tables`` also reads the schema and is reported on its own);
 - ``overshoot_ms``: how long past its time limit each kind of runaway query ran before it stopped
   (target <= 50 ms);
-- ``interrupt_ms``: time from ``interrupt()`` on another thread to the query's end (target <= 100 ms).
+- ``interrupt_ms``: time from ``interrupt()`` on another thread to the query's end (target <= 100 ms);
+- ``large_schema``: a generated schema of ``--tables`` (10,000) tables chained by foreign keys:
+  the first call (which reads the schema once for the database), then p50/p95 of ``list_tables``,
+  ``join_path`` (first to last table: the longest path there is) and ``foreign_keys`` (all of
+  them) from fresh tool boxes, as each episode makes (target <= 500 ms each).
 
 The database is generated into a temporary file with a recursive CTE (it is the benchmark's own
 file, not a user's database), then opened read-only like any other.
 
-    .venv/bin/python benchmarks/tools.py [--quick] [--rows N]
+    .venv/bin/python benchmarks/tools.py [--quick] [--rows N] [--tables N]
 """
 
 from __future__ import annotations
@@ -154,10 +158,49 @@ def interrupt_latency(path: Path, repeats: int) -> dict[str, float]:
     }
 
 
+def generate_chain(path: Path, tables: int) -> None:
+    """``tables`` tables, each with a foreign key to the one before it."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("BEGIN")
+    for i in range(tables):
+        ref = f", parent_id INTEGER REFERENCES t{i - 1} (id)" if i else ""
+        conn.execute(f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, name TEXT{ref})")
+    conn.commit()
+    conn.close()
+
+
+def large_schema(folder: Path, tables: int, repeats: int) -> dict[str, object]:
+    """Tool latencies on a schema of ``tables`` FK-chained tables (see the module docstring)."""
+    path = folder / "chain.sqlite"
+    generate_chain(path, tables)
+    last = f"t{tables - 1}"
+    figures: dict[str, object] = {"tables": tables}
+    with open_readonly(path) as db:
+        cold = time.perf_counter()
+        ToolBox(db).list_tables()
+        figures["first_call_reads_schema_ms"] = round((time.perf_counter() - cold) * 1000, 2)
+        calls: dict[str, Callable[[], ToolOutput]] = {
+            "list_tables": lambda: ToolBox(db).list_tables(),
+            f"join_path(t0, {last})": lambda: ToolBox(db).join_path("t0", last),
+            "foreign_keys(all)": lambda: ToolBox(db).foreign_keys(),
+            "foreign_keys(one table)": lambda: ToolBox(db).foreign_keys("t5"),
+        }
+        for name, call in calls.items():
+            timing = time_calls(call, repeats)
+            figures[name] = timing
+            print(
+                f"{tables:,} tables: {name:28s} p50 {timing['p50_ms']:8.2f} ms p95 {timing['p95_ms']:8.2f} ms"
+            )
+    print(f"{tables:,} tables: first call (reads the schema) {figures['first_call_reads_schema_ms']} ms")
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
     parser.add_argument("--rows", type=int, default=2_000_000, help="rows in the big table")
+    parser.add_argument("--tables", type=int, default=10_000, help="tables in the large-schema run")
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 20
     with tempfile.TemporaryDirectory(prefix="sqale-bench-") as folder:
@@ -208,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         figures["interrupt_ms"] = interrupt_latency(path, 4 if args.quick else 12)
         print(f"interrupt() to query end: {figures['interrupt_ms']}")
+        figures["large_schema"] = large_schema(Path(folder), args.tables, 3 if args.quick else 10)
     print(json.dumps(figures, sort_keys=True))
     return 0
 

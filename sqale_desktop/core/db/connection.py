@@ -171,6 +171,8 @@ class ReadOnlyDatabase:
         self._links: dict[int, _Link] = {}
         self._generation = 0
         self._closed = False
+        # (PRAGMA schema_version, Schema) of the last reading, kept by introspect.cached_schema
+        self.schema_cache: tuple[int, Any] | None = None
         # A WAL database read in place gets a -shm next to it; see shm.py for when it is removed.
         self._counted = not immutable
         if self._counted:

@@ -3,6 +3,12 @@
 Real files misbehave one object at a time: a virtual table whose module is missing (spatialite,
 vec0), a column with a collation SQLite lacks (``unicase``).  Such an object gets its error as
 text in ``TableInfo.error`` and everything else is still described.
+
+Large schemas (10,000 tables) are read with two statements (columns and foreign keys of every
+object at once, through the pragma table functions), not two per table; only when one of those
+fails is every object read on its own, to find the one that is broken.  ``cached_schema`` keeps
+the result on the database and reads it again only when ``PRAGMA schema_version`` moves (any
+program changing the schema bumps it), so the tools of every episode share one reading.
 """
 
 from __future__ import annotations
@@ -64,28 +70,65 @@ class Schema:
     """Every table and view, in the file's own order."""
 
     tables: list[TableInfo]
+    _index: tuple[int, dict[str, TableInfo], dict[str, TableInfo]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    # Things computed from this schema and kept with it (the tools' join graph), so that they
+    # are computed once per reading of the schema, not once per tool box.
+    derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def find(self, name: str) -> TableInfo | None:
         """The object called ``name``, compared the way SQLite compares names."""
-        key = fold(name)
-        for table in self.tables:
-            if table.name == name:
-                return table
-        for table in self.tables:
-            if fold(table.name) == key:
-                return table
-        return None
+        exact, folded = self._lookup()
+        found = exact.get(name)
+        return found if found is not None else folded.get(fold(name))
+
+    def _lookup(self) -> tuple[dict[str, TableInfo], dict[str, TableInfo]]:
+        """Name indexes, built on first use (rebuilt if ``tables`` changed length)."""
+        if self._index is None or self._index[0] != len(self.tables):
+            exact: dict[str, TableInfo] = {}
+            folded: dict[str, TableInfo] = {}
+            for table in self.tables:
+                exact.setdefault(table.name, table)
+                folded.setdefault(fold(table.name), table)
+            self._index = (len(self.tables), exact, folded)
+        return self._index[1], self._index[2]
 
     def visible(self) -> list[TableInfo]:
         """The objects a person or the model would query: no SQLite internals, no shadow tables."""
         return [t for t in self.tables if not t.is_internal and t.kind != "shadow"]
 
 
+_ALL_COLUMNS = (
+    'SELECT m.name, p.name, p.type, p."notnull", p.dflt_value, p.pk, p.hidden '
+    "FROM sqlite_master AS m JOIN pragma_table_xinfo(m.name) AS p "
+    "WHERE m.type IN ('table', 'view') ORDER BY m.rowid, p.cid"
+)
+_ALL_KEYS = (
+    'SELECT m.name, f.id, f.seq, f."table", f."from", f."to" '
+    "FROM sqlite_master AS m JOIN pragma_foreign_key_list(m.name) AS f "
+    "WHERE m.type = 'table' ORDER BY m.rowid, f.id, f.seq"
+)
+_MANY = 100_000_000
+
+
+def cached_schema(db: ReadOnlyDatabase) -> Schema:
+    """The schema of ``db``, read once and kept until the file's schema changes (see the docstring)."""
+    version = db.execute("PRAGMA schema_version").rows[0][0]
+    cached = db.schema_cache
+    if cached is not None and cached[0] == version:
+        schema: Schema = cached[1]
+        return schema
+    schema = load_schema(db)
+    db.schema_cache = (version, schema)
+    return schema
+
+
 def load_schema(db: ReadOnlyDatabase) -> Schema:
     """Describe every table and view; per-object failures end up in ``TableInfo.error``."""
     master = db.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY rowid",
-        max_rows=1_000_000,
+        max_rows=_MANY,
     )
     kinds = _table_list(db)
     tables: list[TableInfo] = []
@@ -93,10 +136,49 @@ def load_schema(db: ReadOnlyDatabase) -> Schema:
         listed_kind, without_rowid = kinds.get(name, (None, False))
         if listed_kind is None:
             listed_kind = "virtual" if kind == "table" and _is_virtual(sql) else kind
-        table = TableInfo(name=name, kind=listed_kind, sql=sql, without_rowid=without_rowid)
-        _fill_columns(db, table)
-        tables.append(table)
+        tables.append(TableInfo(name=name, kind=listed_kind, sql=sql, without_rowid=without_rowid))
+    try:
+        columns = db.execute(_ALL_COLUMNS, max_rows=_MANY).rows
+        keys = db.execute(_ALL_KEYS, max_rows=_MANY).rows
+    except DatabaseError:
+        for table in tables:  # one object is broken: read each alone so the others still work
+            _fill_columns(db, table)
+        return Schema(tables)
+    by_name = {table.name: table for table in tables}
+    for owner, name, type_, notnull, default, pk, hidden in columns:
+        described = by_name.get(owner)
+        if described is not None and (not hidden or described.kind != "virtual"):
+            described.columns.append(_column(name, type_, notnull, default, pk, hidden))
+    grouped: dict[str, list[tuple[int, str, str, str | None]]] = {}
+    for owner, key_id, _seq, parent, child_col, parent_col in keys:
+        grouped.setdefault(owner, []).append((int(key_id), parent, child_col, parent_col))
+    for owner, rows in grouped.items():
+        if owner in by_name:
+            by_name[owner].foreign_keys = _keys(owner, rows)
     return Schema(tables)
+
+
+def _column(
+    name: str, type_: str | None, notnull: int, default: str | None, pk: int, hidden: int
+) -> ColumnInfo:
+    return ColumnInfo(
+        name=name, type=type_ or "", notnull=bool(notnull), default=default, pk=int(pk), hidden=bool(hidden)
+    )
+
+
+def _keys(table: str, rows: list[tuple[int, str, str, str | None]]) -> list[ForeignKey]:
+    grouped: dict[int, list[tuple[str, str, str | None]]] = {}
+    for key_id, parent, child_col, parent_col in rows:
+        grouped.setdefault(key_id, []).append((parent, child_col, parent_col))
+    return [
+        ForeignKey(
+            table=table,
+            columns=tuple(child for _, child, _ in pairs),
+            ref_table=pairs[0][0],
+            ref_columns=tuple(parent for _, _, parent in pairs),
+        )
+        for _, pairs in sorted(grouped.items(), reverse=True)  # SQLite numbers the last-declared key 0
+    ]
 
 
 def row_count(db: ReadOnlyDatabase, table: str) -> int:
@@ -127,14 +209,7 @@ def _fill_columns(db: ReadOnlyDatabase, table: TableInfo) -> None:
             (table.name,),
         )
         table.columns = [
-            ColumnInfo(
-                name=name,
-                type=type_ or "",
-                notnull=bool(notnull),
-                default=default,
-                pk=int(pk),
-                hidden=bool(hidden),
-            )
+            _column(name, type_, notnull, default, pk, hidden)
             for name, type_, notnull, default, pk, hidden in columns.rows
             if not hidden or table.kind != "virtual"
         ]
@@ -146,15 +221,4 @@ def _fill_columns(db: ReadOnlyDatabase, table: TableInfo) -> None:
     except DatabaseError as exc:
         table.error = str(exc)
         return
-    grouped: dict[int, list[tuple[str, str, str | None]]] = {}
-    for key_id, _seq, parent, child_col, parent_col in keys.rows:
-        grouped.setdefault(int(key_id), []).append((parent, child_col, parent_col))
-    table.foreign_keys = [
-        ForeignKey(
-            table=table.name,
-            columns=tuple(child for _, child, _ in pairs),
-            ref_table=pairs[0][0],
-            ref_columns=tuple(parent for _, _, parent in pairs),
-        )
-        for _, pairs in sorted(grouped.items(), reverse=True)  # SQLite numbers the last-declared key 0
-    ]
+    table.foreign_keys = _keys(table.name, [(int(k), p, c, t) for k, _seq, p, c, t in keys.rows])

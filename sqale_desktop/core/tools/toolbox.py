@@ -15,7 +15,7 @@ from typing import Any
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.errors import DatabaseError
 from sqale_desktop.core.db.identifiers import display_identifier, fold, quote_identifier
-from sqale_desktop.core.db.introspect import Schema, TableInfo, load_schema
+from sqale_desktop.core.db.introspect import Schema, TableInfo, cached_schema
 from sqale_desktop.core.tools import format as fmt
 from sqale_desktop.core.tools.arguments import BadArguments, check_call, parse_limit, unknown_tool
 from sqale_desktop.core.tools.joins import JoinGraph, resolve_parent_columns
@@ -64,8 +64,6 @@ class ToolBox:
         self.max_rows = max_rows
         self.payload_rows = max(payload_rows, max_rows)
         self.submitted: str | None = None
-        self._schema: Schema | None = None
-        self._graph: JoinGraph | None = None
 
     # -- entry point ---------------------------------------------------------------------------
 
@@ -125,24 +123,31 @@ class ToolBox:
 
     @property
     def schema(self) -> Schema:
-        """The schema, read once on first use (``refresh()`` reads it again)."""
-        if self._schema is None:
-            self._schema = load_schema(self.db)
-        return self._schema
+        """The schema, read once per database and kept while its schema_version stays the same
+        (``introspect.cached_schema``); ``refresh()`` reads it again."""
+        return cached_schema(self.db)
 
     def refresh(self) -> None:
-        self._schema = None
-        self._graph = None
+        self.db.schema_cache = None
+
+    def _join_graph(self) -> JoinGraph:
+        """The schema's join graph, built once per reading of the schema and kept with it."""
+        schema = self.schema
+        graph = schema.derived.get("join_graph")
+        if not isinstance(graph, JoinGraph):
+            graph = schema.derived["join_graph"] = JoinGraph(schema)
+        return graph
 
     def _table(self, name: str) -> TableInfo:
-        visible = self.schema.visible()
+        schema = self.schema
+        visible = schema.visible()
         names = [t.name for t in visible]
         found = find_name(name, names)
         if found is not None:
-            table = self.schema.find(found)
+            table = schema.find(found)
             assert table is not None  # found among the schema's own names
             return table
-        hidden = self.schema.find(name)  # sqlite_sequence and shadow tables still answer by name
+        hidden = schema.find(name)  # sqlite_sequence and shadow tables still answer by name
         if hidden is not None:
             return hidden
         if fold(name) in _SCHEMA_TABLE_NAMES:
@@ -161,11 +166,12 @@ class ToolBox:
         return ToolOutput(fmt.ddl(sql), True, DDLPayload(table.name, sql))
 
     def _foreign_keys(self, table_name: str | None) -> ToolOutput:
-        tables = [self._table(table_name)] if table_name else self.schema.visible()
+        schema = self.schema
+        tables = [self._table(table_name)] if table_name else schema.visible()
         lines: list[str] = []
         for table in tables:
             for key in table.foreign_keys:
-                parent = self.schema.find(key.ref_table)
+                parent = schema.find(key.ref_table)
                 parent_cols: tuple[str | None, ...] = resolve_parent_columns(key, parent)
                 if parent is None and not all(key.ref_columns):
                     parent_cols = tuple(None for _ in key.columns)
@@ -177,8 +183,7 @@ class ToolBox:
 
     def _join_path(self, table_a: str, table_b: str) -> ToolOutput:
         start, goal = self._table(table_a), self._table(table_b)
-        if self._graph is None:
-            self._graph = JoinGraph(self.schema)
+        graph = self._join_graph()
         if fold(start.name) == fold(goal.name):
             self_refs = [
                 fmt.foreign_key_line(start.name, c, start.name, p)
@@ -187,7 +192,7 @@ class ToolBox:
                 for c, p in zip(key.columns, resolve_parent_columns(key, start), strict=True)
             ]
             return ToolOutput(fmt.same_table(start.name, self_refs), True, JoinPathPayload([start.name], []))
-        steps = self._graph.path(start, goal)
+        steps = graph.path(start, goal)
         if steps is None:
             return ToolOutput(fmt.no_join_path(start.name, goal.name), True, JoinPathPayload([], []))
         tables = [start.name] + [step.to_table for step in steps]
