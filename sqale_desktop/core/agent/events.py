@@ -104,6 +104,8 @@ class EpisodeStats:
     completion_tokens: int = 0
     evaluated_tokens: int = 0
     seconds: float = 0.0
+    engine: str = ""
+    """Where the episode ran, as the engine says it ("local GPU (24 layers on CUDA0)", "local CPU")."""
 
 
 @dataclass

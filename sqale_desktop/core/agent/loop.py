@@ -206,6 +206,7 @@ def run_episode(
                 completion_tokens=stats.completion_tokens,
                 evaluated_tokens=stats.evaluated_tokens,
                 seconds=clock() - started,
+                engine=engine.describe(),
             )
             session.close()
     if episode.ended_by in ("cancelled", "error"):

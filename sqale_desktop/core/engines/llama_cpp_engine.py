@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import (
     EngineError,
     EngineInfo,
@@ -64,15 +65,21 @@ LoadProgress = Callable[[float], None]
 _DECODE_ABORTED = 2
 
 
-def gpu_layer_attempts(requested: GpuLayers, supports_offload: bool, n_layers: int | None) -> list[int]:
+def gpu_layer_attempts(
+    requested: GpuLayers, supports_offload: bool, n_layers: int | None, fit: int | None = None
+) -> list[int]:
     """The ``n_gpu_layers`` values to try in order, ending on the CPU (0).
 
-    "auto" offloads everything when the build can offload; when loading with offload fails
-    (not enough GPU memory, driver trouble), fewer layers are tried, then none.
+    "auto" offloads what fits (``fit``, from :func:`offload.layers_that_fit`; ``n_layers + 1`` or
+    None means everything); "all" and a number are taken as asked.  When loading with offload
+    fails (not enough GPU memory, driver trouble), fewer layers are tried, then none.
     """
     if not supports_offload:
         return [0]
-    first = _ALL_LAYERS if requested == "auto" or requested == "all" else int(requested)
+    if requested == "auto" and fit is not None and n_layers is not None and fit <= n_layers:
+        first = fit
+    else:
+        first = _ALL_LAYERS if requested == "auto" or requested == "all" else int(requested)
     if first == 0:
         return [0]
     attempts = [first]
@@ -144,8 +151,15 @@ class LlamaEngine:
         n_ubatch: int = 128,
         n_batch: int = 512,
         verbose: bool = False,
+        gpu_memory_limit: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        # Device bytes "auto" may plan for, below what the device reports free (tests, shared cards).
+        self.gpu_memory_limit = gpu_memory_limit
+        self.offload_device: offload.OffloadDevice | None = None
+        self.device_bytes = 0
+        # True when loading with more GPU layers failed and fewer (or none) were used.
+        self.offload_failed = False
         self.n_ctx = n_ctx
         self.requested_gpu_layers: GpuLayers = n_gpu_layers
         self.n_threads = n_threads or physical_cores()
@@ -205,23 +219,33 @@ class LlamaEngine:
 
         self._lib = llama_cpp
         supports = bool(llama_cpp.llama_supports_gpu_offload())
+        devices = offload.offload_devices() if supports else []
+        if supports and devices == []:
+            # A GPU build on a machine without a usable device: llama.cpp would run on the CPU anyway.
+            supports = False
+        device = offload.combined(devices or [])
         attempts = gpu_layer_attempts(
-            self.requested_gpu_layers, supports, _block_count(self.model_path) if supports else None
+            self.requested_gpu_layers,
+            supports,
+            _block_count(self.model_path) if supports else None,
+            self._layers_that_fit(device) if supports else None,
         )
         rss_before, file_before = _rss_bytes()
         errors: list[str] = []
+        report = offload.BufferReport()
         for layers in attempts:
             try:
-                self._llama = llama_cpp.Llama(
-                    str(self.model_path),
-                    n_ctx=self.n_ctx,
-                    n_batch=self.n_batch,
-                    n_ubatch=self.n_ubatch,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
-                    n_gpu_layers=layers,
-                    verbose=self.verbose,
-                )
+                with offload.buffer_report() as report:
+                    self._llama = llama_cpp.Llama(
+                        str(self.model_path),
+                        n_ctx=self.n_ctx,
+                        n_batch=self.n_batch,
+                        n_ubatch=self.n_ubatch,
+                        n_threads=self.n_threads,
+                        n_threads_batch=self.n_threads,
+                        n_gpu_layers=layers,
+                        verbose=self.verbose,
+                    )
             except (ValueError, RuntimeError, OSError) as exc:
                 errors.append(f"n_gpu_layers={layers}: {exc}")
                 continue
@@ -233,11 +257,20 @@ class LlamaEngine:
         n_layers = int(llama_cpp.llama_model_n_layer(self._llama.model))
         chosen = attempts[len(errors)]
         self.gpu_layers = 0 if not supports else (n_layers if chosen < 0 else min(chosen, n_layers))
+        self.device_bytes = report.device_bytes()
+        self.offload_device = device if self.gpu_layers else None
+        self.offload_failed = bool(errors)
         if errors:
             where = f"{self.gpu_layers} GPU layers" if self.gpu_layers else "the CPU"
             self.notes.append(f"loading with more GPU layers failed ({errors[-1]}); loaded on {where}")
         if not supports and self.requested_gpu_layers not in ("auto", 0):
             self.notes.append("this llama-cpp-python build cannot offload to a GPU; running on the CPU")
+        if device is not None and self.gpu_layers:
+            self.notes.append(
+                f"{self.gpu_layers} of {n_layers} layers on {device.name} ({device.description}); "
+                f"llama.cpp allocated {self.device_bytes / 2**20:.0f} MiB there "
+                f"({device.free_bytes / 2**20:.0f} MiB were free)"
+            )
         self._vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
@@ -283,10 +316,32 @@ class LlamaEngine:
 
     # -- Engine protocol -------------------------------------------------------------------
 
+    def _layers_that_fit(self, device: offload.OffloadDevice | None) -> int | None:
+        """For "auto": the layers whose weights, KV and recurrent state fit the device's free memory."""
+        if device is None or self.requested_gpu_layers != "auto":
+            return None
+        footprint = offload.read_footprint(self.model_path)
+        if footprint is None:
+            return None
+        free = device.free_bytes
+        if self.gpu_memory_limit is not None:
+            free = min(free, self.gpu_memory_limit)
+        fit = offload.layers_that_fit(footprint, self.n_ctx, free)
+        if fit <= footprint.n_layers:
+            whole = footprint.layers_bytes(footprint.n_layers, self.n_ctx)
+            self.notes.append(
+                f"auto: {fit} of {footprint.n_layers} layers fit in {free / 2**20:.0f} MiB of {device.name} "
+                f"(the whole model needs about {whole / 2**20:.0f} MiB at n_ctx {self.n_ctx})"
+            )
+        return fit
+
     def describe(self) -> str:
+        """The status line: where the model runs, and whether that is less than was asked for."""
         if self.gpu_layers:
-            return f"local GPU ({self.gpu_layers} layers)"
-        return "local CPU"
+            where = f" on {self.offload_device.name}" if self.offload_device is not None else ""
+            fewer = "; more failed to load" if self.offload_failed else ""
+            return f"local GPU ({self.gpu_layers} layers{where}{fewer})"
+        return "local CPU (loading on the GPU failed)" if self.offload_failed else "local CPU"
 
     def info(self) -> EngineInfo:
         return EngineInfo(

@@ -22,6 +22,8 @@ class GpuOffload:
 
     supported: bool
     message: str
+    devices: tuple[str, ...] = ()
+    """One label per device llama.cpp can offload to (name, description, free memory)."""
 
 
 def gpu_offload() -> GpuOffload:
@@ -34,9 +36,21 @@ def gpu_offload() -> GpuOffload:
         supported = bool(llama_cpp.llama_supports_gpu_offload())
     except (AttributeError, OSError) as exc:
         return GpuOffload(False, f"This llama-cpp-python cannot report GPU support ({exc}).")
-    if supported:
+    if not supported:
+        return GpuOffload(False, INSTALL_HINT)
+    from sqale_desktop.core.engines.offload import offload_devices
+
+    devices = offload_devices()
+    if devices is None:
         return GpuOffload(True, "This llama.cpp build can offload layers to the GPU.")
-    return GpuOffload(False, INSTALL_HINT)
+    if not devices:
+        return GpuOffload(
+            False,
+            "This llama.cpp build can offload, but it finds no GPU on this computer (check the driver; "
+            "for Vulkan, `vulkaninfo --summary` lists the devices).",
+        )
+    labels = tuple(device.label() for device in devices)
+    return GpuOffload(True, "This llama.cpp build can offload layers to " + "; ".join(labels) + ".", labels)
 
 
 def gpu_offload_supported() -> bool:
