@@ -79,6 +79,15 @@ class SettingsDialog(QDialog):
         except secrets.SecretError as exc:
             self.api_key.setPlaceholderText(str(exc))
         form.addRow("API key", self.api_key)
+        # The token for gated or private Hugging Face repositories (the hub's errors point here).
+        self.hub_token = QLineEdit(self)
+        self.hub_token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.hub_token.setPlaceholderText("(none: public models only)")
+        try:
+            self.hub_token.setText(secrets.get_secret(secrets.HF_TOKEN) or "")
+        except secrets.SecretError as exc:
+            self.hub_token.setPlaceholderText(str(exc))
+        form.addRow("Hugging Face token", self.hub_token)
         self.keyring_note = QLabel(secrets.keyring_message() or "Stored in the system keyring.", self)
         self.keyring_note.setWordWrap(True)
         self.keyring_note.setObjectName("keyringNote")
@@ -161,14 +170,20 @@ class SettingsDialog(QDialog):
         self.n_ctx.setValue(defaults.n_ctx)
 
     def accept(self) -> None:
-        """Store the API key (keyring, or memory with a note) and close."""
+        """Store the API key and the hub token (keyring, or memory with a note) and close."""
+        entered = {
+            secrets.SERVER_API_KEY: self.api_key.text().strip(),
+            secrets.HF_TOKEN: self.hub_token.text().strip(),
+        }
+        in_keyring = True
         try:
-            in_keyring = secrets.set_secret(secrets.SERVER_API_KEY, self.api_key.text().strip())
+            for name, value in entered.items():
+                in_keyring = secrets.set_secret(name, value) and in_keyring
         except secrets.SecretError as exc:
             self.message.setText(str(exc))
             return
-        if self.api_key.text().strip() and not in_keyring:
-            self.message.setText("No keyring: the API key is kept for this session only.")
+        if any(entered.values()) and not in_keyring:
+            self.message.setText("No keyring: the API key and token are kept for this session only.")
         super().accept()
 
     def result_settings(self) -> Settings:

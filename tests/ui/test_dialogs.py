@@ -57,8 +57,26 @@ def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any, artifacts: 
     assert result.gpu_layers == 12 and result.temperature == 1.0 and result.query_time_limit_s == 3.0
     assert result.theme == "dark"
     assert secrets.get_secret(secrets.SERVER_API_KEY) == "sk-test"
+    assert secrets.get_secret(secrets.HF_TOKEN) is None  # left empty: nothing stored
     dialog.reset_sampling()
     assert dialog.result_settings().temperature == pytest.approx(0.6)
+
+
+def test_settings_dialog_keeps_the_hub_token_in_the_keyring(qtbot: Any, memory_secrets: Any) -> None:
+    from sqale_desktop.core.models.hub import hub_token
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.hub_token.echoMode() == dialog.hub_token.EchoMode.Password
+    dialog.hub_token.setText("  test-hub-token  ")
+    dialog.accept()
+    assert hub_token() == "test-hub-token"  # what downloads of gated repositories send
+    again = SettingsDialog(Settings())
+    qtbot.addWidget(again)
+    assert again.hub_token.text() == "test-hub-token"
+    again.hub_token.setText("")
+    again.accept()
+    assert hub_token() is None
 
 
 @pytest.fixture
