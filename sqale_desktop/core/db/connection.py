@@ -5,7 +5,9 @@ thread (the model worker runs tools, the UI's pool runs user SQL and schema load
 the same guards: ``mode=ro``, ``query_only``, the authorizer allow-list, no ATTACH slots, and a
 progress handler that enforces the time limit and notices ``interrupt()``.  Cancelling through the
 progress handler (rather than ``sqlite3_interrupt``) stops only the statement that was running,
-so a paged cursor left open elsewhere cannot poison the next query.
+so a paged cursor left open elsewhere cannot poison the next query.  A statement the progress
+handler cannot reach in time (few, expensive VM instructions) is stopped by the watchdog's
+``sqlite3_interrupt`` instead, after which its connection is retired (``watchdog.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from sqale_desktop.core.db.guard import (
 from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, inspect_file, sqlite_uri
 from sqale_desktop.core.db.printf_guard import PrintfGuard
 from sqale_desktop.core.db.printf_guard import install as install_printf_guard
+from sqale_desktop.core.db.watchdog import GRACE_S, Watchdog
 
 if TYPE_CHECKING:
     from sqale_desktop.core.db.cursor import QueryCursor
@@ -96,6 +99,9 @@ class _Link:
     started_generation: int = 0
     timed_out: bool = False
     busy: bool = field(default=False)
+    # Set by the watchdog when it had to sqlite3_interrupt this connection (see watchdog.py).
+    hard_interrupted: bool = False
+    state: threading.Lock = field(default_factory=threading.Lock)
     # Paged cursors still open on this connection: it outlives its thread until they close
     # (the grid fetches pages on the GUI thread from a cursor a pool thread started).
     open_cursors: int = 0
@@ -171,6 +177,9 @@ class ReadOnlyDatabase:
         self._links: dict[int, _Link] = {}
         self._generation = 0
         self._closed = False
+        self._stop_requested_at = 0.0
+        self._retired: list[_Link] = []  # connections the watchdog interrupted, closed when idle
+        self._watchdog = Watchdog(self._backstop)
         # (PRAGMA schema_version, Schema) of the last reading, kept by introspect.cached_schema
         self.schema_cache: tuple[int, Any] | None = None
         # A WAL database read in place gets a -shm next to it; see shm.py for when it is removed.
@@ -236,6 +245,7 @@ class ReadOnlyDatabase:
         """
         with self._lock:
             self._generation += 1
+            self._stop_requested_at = time.monotonic()
 
     def close(self) -> None:
         """Stop running statements, close every thread's connection; later calls raise.
@@ -247,11 +257,14 @@ class ReadOnlyDatabase:
             already = self._closed
             self._closed = True
             self._generation += 1
-            links = list(self._links.values())
+            self._stop_requested_at = time.monotonic()
+            links = list(self._links.values()) + self._retired
             self._links.clear()
+            self._retired.clear()
         deadline = time.monotonic() + CLOSE_WAIT_S
         while any(link.busy for link in links) and time.monotonic() < deadline:
             time.sleep(0.002)
+        self._watchdog.stop()
         for link in links:
             link.close()
         if self._counted and not already:
@@ -330,7 +343,9 @@ class ReadOnlyDatabase:
         link.started_generation = self._generation
         link.timed_out = False
         link.guard.reset()
-        link.busy = True
+        with link.state:
+            link.busy = True
+        self._watchdog.work_started()
         try:
             yield
         except sqlite3.Error as exc:
@@ -338,7 +353,45 @@ class ReadOnlyDatabase:
         except (ValueError, OverflowError, UnicodeError) as exc:
             raise QueryFailed(f"cannot run this statement: {exc}") from exc
         finally:
-            link.busy = False
+            with link.state:
+                link.busy = False
+            if link.hard_interrupted:
+                self._retire(link)
+
+    def _backstop(self) -> bool:
+        """The watchdog's scan: interrupt what runs on past its deadline or a Stop; True if busy."""
+        now = time.monotonic()
+        with self._lock:
+            links = list(self._links.values())
+            generation, stop_at = self._generation, self._stop_requested_at
+        running = False
+        for link in links:
+            with link.state:
+                if not link.busy:
+                    continue
+                running = True
+                late = now > link.deadline + GRACE_S
+                stopped = link.started_generation != generation and now > stop_at + GRACE_S
+                if (late or stopped) and not link.hard_interrupted:
+                    link.hard_interrupted = True
+                    link.timed_out = link.timed_out or (late and not stopped)
+                    link.conn.interrupt()
+        return running
+
+    def _retire(self, link: _Link) -> None:
+        """Take an interrupted connection out of use: its thread gets a fresh one next time.
+
+        Its paged cursors (interrupted too) may still be closed by their owners; the connection
+        itself is closed now if none is open, else when the database closes.
+        """
+        with self._lock:
+            for key, value in list(self._links.items()):
+                if value is link:
+                    del self._links[key]
+            if link.open_cursors > 0:
+                self._retired.append(link)
+                return
+        link.close()
 
     def start(self, link: _Link, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         """Prepare ``sql`` and step it once, trying again while another program holds the file locked.

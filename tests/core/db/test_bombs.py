@@ -156,3 +156,38 @@ def test_the_keyword_check_reads_only_the_start_of_long_text() -> None:
     assert leading_words(padding + "insert into t values (1)", 2) == ["INSERT", "INTO"]
     assert refuse_by_keyword(padding + "DROP TABLE IF EXISTS t") == "read-only: DROP TABLE is not allowed"
     assert leading_words("/* never closed " + "x" * 100_000) == []
+
+
+# Ten VM instructions a row, 100 ms each: the progress handler (every 2,000 instructions) would
+# not run once in the whole statement, which would finish after seconds, limit or no limit.
+FEW_EXPENSIVE_STEPS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 100) "
+    "SELECT count(zeroblob(60000000)) FROM c"
+)
+
+
+def test_the_time_limit_holds_between_progress_checks(bombs: Path) -> None:
+    with open_readonly(bombs, time_limit_s=0.3) as db:
+        with pytest.raises(QueryTimeout, match=r"0\.3 s time limit"):
+            db.execute(FEW_EXPENSIVE_STEPS)
+        assert db.execute("SELECT 1").rows == [(1,)]  # a fresh connection: no interrupt inherited
+
+
+def test_stop_holds_between_progress_checks(bombs: Path) -> None:
+    errors: list[BaseException] = []
+    with open_readonly(bombs, time_limit_s=60) as db:
+
+        def work() -> None:
+            try:
+                db.execute(FEW_EXPENSIVE_STEPS)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        while not db.busy:
+            time.sleep(0.005)
+        db.interrupt()
+        thread.join(timeout=60)
+        assert [type(e) for e in errors] == [QueryInterrupted]
+        assert db.execute("SELECT 2").rows == [(2,)]
