@@ -207,3 +207,29 @@ def test_sqale_unknown_phrasing_and_missing_schemas(tmp_path: Path) -> None:
     s_path.unlink()
     with pytest.raises(QuestionSetError, match="no SQaLe Schemas parquet"):
         load_question_set(q_path)
+
+
+def test_eval_run_over_the_sqale_release_with_gold_tables_only(tmp_path: Path) -> None:
+    from sqale_desktop import cli
+    from sqale_desktop.core.eval.harness import read_episodes
+
+    write_sqale_pair(tmp_path / "release")
+    run_dir = tmp_path / "run"
+    argv = [
+        "eval",
+        "run",
+        str(tmp_path / "release"),
+        "--replay",
+        "gold",
+        "--condition",
+        "gold",
+        "--out",
+        str(run_dir),
+    ]
+    assert cli.main(argv) == 0
+    episodes = read_episodes(run_dir)
+    assert sorted(r["id"] for r in episodes) == ["q1", "q3"] and all(r["correct"] for r in episodes)
+    assert next(r for r in episodes if r["id"] == "q1")["gold_tables"] == ["employee"]
+    settings = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["format"] == "sqale" and settings["phrasing"] == "evidence_supported"
+    assert settings["notes"] == ["1 questions skipped: their evidence_supported phrasing is a placeholder"]
