@@ -283,11 +283,23 @@ class ModelManagerDialog(QDialog):
             return
         registry = self.registry
         self._busy(f"Importing {path.name} (hashing it once)…")
+
+        def job(ctx: JobContext) -> tuple[ModelRecord, str | None]:
+            from sqale_desktop.core.models.gguf_info import GgufUnreadable, fitness_warning, read_gguf_info
+
+            record = registry.import_file(path, progress=lambda done, total: ctx.progress((done, total)))
+            try:  # said at once, where the file was chosen, not only at the first question
+                warning = fitness_warning(read_gguf_info(record.path), record.source_checkpoint)
+            except GgufUnreadable as exc:
+                warning = str(exc)
+            return record, warning
+
+        def imported(result: tuple[ModelRecord, str | None]) -> None:
+            record, warning = result
+            self._done(" ".join(filter(None, [f"Imported {record.id}.", warning])), changed=True)
+
         self._job = self._pool.start(
-            lambda ctx: registry.import_file(path, progress=lambda done, total: ctx.progress((done, total))),
-            finished=lambda record: self._done(f"Imported {record.id}.", changed=True),
-            failed=lambda exc: self._done(str(exc)),
-            progress=self._bytes_progress,
+            job, finished=imported, failed=lambda exc: self._done(str(exc)), progress=self._bytes_progress
         )
 
     # download -------------------------------------------------------------------------------

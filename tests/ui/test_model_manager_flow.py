@@ -108,10 +108,14 @@ def test_import_stays_usable_while_the_hub_is_asked(
     dialog.find_builds()
     assert dialog._search_job is not None and not dialog.find_button.isEnabled()
     assert dialog.import_button.isEnabled()
+    said: list[str] = []
+    dialog.models_changed.connect(lambda: said.append(dialog.message.text()))
     with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
         dialog.import_file(smollm2())
     qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
     assert len(dialog.registry.list()) == 1 and dialog.find_button.isEnabled()
+    # SmolLM2 is no SQaLe agent: the import says so right away.
+    assert "not one of the SQaLe agents" in said[0]
 
 
 def test_offline_find_fails_with_the_offline_message(
