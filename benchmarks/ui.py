@@ -11,6 +11,8 @@ result, and launch time.  Prints figures, then ONE JSON object on the last line.
 3. Launch: a fresh process, from its start to the main window shown (target <= 2 s).
 4. Tree filter: a generated 5,000-table database in the schema browser; each keystroke typed into
    the filter box, timed from the key to the tree repainted (target <= 50 ms per keystroke).
+5. Chart: 100,000 result rows (two numeric columns) drawn in the Chart view as a line and as a
+   scatter, from handing over the rows to the plot repainted (target <= 200 ms).
 """
 
 from __future__ import annotations
@@ -316,7 +318,36 @@ def measure_launch(repeats: int) -> dict[str, float]:
     }
 
 
-def measure_data_views(app: QApplication, work: Path) -> dict[str, float]:
+def measure_chart(app: QApplication, points: int, repeats: int) -> dict[str, float]:
+    import random
+
+    from sqale_desktop.ui.chart_view import ChartView
+
+    loop = QEventLoop()
+    rng = random.Random(13)
+    rows = [[i, rng.random() * i] for i in range(points)]
+    view = ChartView()
+    view.resize(1000, 600)
+    view.show()
+    loop.processEvents()
+    figures: dict[str, float] = {"chart_points": points}
+    for kind in ("line", "scatter"):
+        times = []
+        for _ in range(repeats):
+            view.set_data([], [], True)
+            loop.processEvents()
+            started = time.perf_counter()
+            view.set_data(["x", "y"], rows, True, kind)  # type: ignore[arg-type]
+            view.plot.viewport().repaint()
+            times.append((time.perf_counter() - started) * 1000)
+        figures[f"chart_{kind}_100k_ms"] = round(statistics.median(times), 1)
+    view.close()
+    view.deleteLater()
+    loop.processEvents()
+    return figures
+
+
+def measure_data_views(app: QApplication, work: Path, quick: bool) -> dict[str, float]:
     tree = measure_tree_filter(app, work, 5000)
     print(
         f"schema tree, {tree['tree_tables']:,} tables: filter keystroke to repaint median "
@@ -324,7 +355,12 @@ def measure_data_views(app: QApplication, work: Path) -> dict[str, float]:
         f"(target <= 50 ms); tree built in {tree['tree_build_ms']} ms, schema read in "
         f"{tree['tree_schema_read_s']} s"
     )
-    return tree
+    chart = measure_chart(app, 100_000, 2 if quick else 5)
+    print(
+        f"chart of {chart['chart_points']:,} points: line {chart['chart_line_100k_ms']} ms, scatter "
+        f"{chart['chart_scatter_100k_ms']} ms, rows handed over to plot repainted (target <= 200 ms)"
+    )
+    return {**tree, **chart}
 
 
 def main() -> int:
@@ -337,7 +373,7 @@ def main() -> int:
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
     work = Path(tempfile.mkdtemp(prefix="sqale-ui-bench-"))
-    data = measure_data_views(app, work)
+    data = measure_data_views(app, work, args.quick)
     if args.only_data:
         print(json.dumps({"benchmark": "ui", "quick": args.quick, **data}))
         return 0
@@ -345,9 +381,7 @@ def main() -> int:
     build_s = make_big_table(big, 2_000_000)
     print(f"built a 2,000,000-row table in {build_s:.1f} s")
 
-    stall = measure_stall(
-        app, big, turns=4 if args.quick else 7, thinking_chars=4000 if args.quick else 6000
-    )
+    stall = measure_stall(app, big, turns=4 if args.quick else 7, thinking_chars=4000 if args.quick else 6000)
     print(
         f"stall while streaming: worst {stall['stall_max_ms']} ms, p99 {stall['stall_p99_ms']} ms "
         f"over {stall['ticks']} ticks; episode {stall['episode_seconds']} s, "

@@ -47,6 +47,7 @@ class ChatPane(QWidget):
         stop_requested(): the user pressed Stop.
         open_in_editor(str): answer SQL to put in the SQL editor.
         copy_requested(str): SQL to copy.
+        chart_requested(str): answer SQL to run and show as a chart.
         watch_requested(): the user wants to watch the recorded demo episode.
     """
 
@@ -55,6 +56,7 @@ class ChatPane(QWidget):
     stop_requested = Signal()
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
+    chart_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -179,6 +181,7 @@ class ChatPane(QWidget):
         view.reask_requested.connect(self.edit_question)
         view.open_in_editor.connect(self.open_in_editor)
         view.copy_requested.connect(self.copy_requested)
+        view.chart_requested.connect(self.chart_requested)
         self._column.insertWidget(self._column.count() - 1, view)
         self.episodes.append(view)
         self._scroll_to_end()

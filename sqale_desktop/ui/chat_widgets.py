@@ -451,10 +451,12 @@ class AnswerCard(QFrame):
     Signals:
         open_in_editor(str): the user wants this SQL in the editor (to edit and rerun).
         copy_requested(str): copy this SQL to the clipboard.
+        chart_requested(str): run this SQL and show its result as a chart.
     """
 
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
+    chart_requested = Signal(str)
 
     def __init__(self, sql: str | None, ended_by: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -473,6 +475,12 @@ class AnswerCard(QFrame):
         self.details = QLabel("", self)
         self.details.setObjectName("answerDetails")
         self.details.setWordWrap(True)
+        # "Chart" is a link at the end of the details line, not a third button: the wrapped line
+        # keeps the card as narrow as the narrowest chat pane allows.
+        self.details.setTextFormat(Qt.TextFormat.RichText)
+        self.details.linkActivated.connect(lambda _link: self.chart_requested.emit(self.sql))
+        self.chartable = False
+        self._details = ""
         layout.addWidget(self.details)
         buttons = QHBoxLayout()
         self.open_button = QPushButton("Open in editor", self)
@@ -487,7 +495,16 @@ class AnswerCard(QFrame):
         layout.addLayout(buttons)
 
     def set_details(self, text: str) -> None:
-        self.details.setText(text)
+        self._details = text
+        link = ' · <a href="chart">Chart</a>' if self.chartable else ""
+        self.details.setText(_escape(text).replace("\n", "<br>") + link)
+
+    def set_chartable(self, chartable: bool) -> None:
+        """Offer "Chart" (the answer has a numeric column to plot)."""
+        self.chartable = chartable and bool(self.sql)
+        tip = "Chart: run the answer and show its result as a chart" if self.chartable else ""
+        self.details.setToolTip(tip)
+        self.set_details(self._details)
 
 
 class RerunCard(QFrame):

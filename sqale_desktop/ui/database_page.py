@@ -71,6 +71,7 @@ class DatabasePage(QWidget):
         self.sql = SqlPanel(db, pool, self)
         self.chat.open_in_editor.connect(self.open_sql)
         self.chat.copy_requested.connect(self.copy_text)
+        self.chat.chart_requested.connect(self.chart_sql)
 
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(schema_box)
@@ -137,6 +138,11 @@ class DatabasePage(QWidget):
         self.sql.editor.set_sql(format_sql(sql))
         if run:
             self.sql.run(by_user=False)
+
+    def chart_sql(self, sql: str) -> None:
+        """The answer card's Chart: run the answer in the grid and show the Chart tab with it."""
+        self.sql.chart_next_result()
+        self.open_sql(sql)
 
     def preview_table(self, table: str) -> None:
         self.open_sql(f"SELECT * FROM {quote_identifier(table)}")

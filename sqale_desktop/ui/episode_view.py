@@ -19,6 +19,7 @@ from sqale_desktop.core.agent.events import (
     TurnStarted,
 )
 from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.chart_plan import has_numeric_column
 from sqale_desktop.core.engines.text_session import count_tokens
 from sqale_desktop.ui.chat_widgets import (
     ENDED_BY_TEXT,
@@ -83,11 +84,13 @@ class EpisodeView(QFrame):
         reask_requested(str): the user wants to edit this question and ask again.
         open_in_editor(str): SQL from the answer card, to edit and rerun.
         copy_requested(str): SQL to put on the clipboard.
+        chart_requested(str): the answer's SQL, to run and show as a chart.
     """
 
     reask_requested = Signal(str)
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
+    chart_requested = Signal(str)
 
     def __init__(
         self,
@@ -261,6 +264,11 @@ class EpisodeView(QFrame):
         answer.set_details(" · ".join(details))
         answer.open_in_editor.connect(self.open_in_editor)
         answer.copy_requested.connect(self.copy_requested)
+        answer.chart_requested.connect(self.chart_requested)
+        result = episode.result
+        answer.set_chartable(
+            result is not None and not result.error and has_numeric_column(result.columns, result.rows)
+        )
         self.answer = answer
         self._layout.addWidget(answer)
         self.refresh_progress()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, QPoint, QStandardPaths, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
@@ -38,6 +38,9 @@ from sqale_desktop.ui.result_model import PAGE_SIZE, ResultTableModel
 from sqale_desktop.ui.row_filter import FilterBar, Operator, RowFilterProxy
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.workers import JobContext, TaskPool
+
+if TYPE_CHECKING:
+    from sqale_desktop.ui.chart_view import ChartView
 
 GRID_ROW_CAP = 1_000_000
 """Rows the grid will page through before saying "truncated" (exports are not capped)."""
@@ -276,7 +279,14 @@ class SqlPanel(QWidget):
         self.views.setDocumentMode(True)
         self.result_tab = result
         self.views.addTab(result, "Result")
+        # The chart is built the first time its tab is shown (pyqtgraph loads then, not at launch).
+        self.chart_tab = QWidget(self)
+        QVBoxLayout(self.chart_tab).setContentsMargins(0, 0, 0, 0)
+        self.chart: ChartView | None = None
+        self._chart_next = False
+        self.views.addTab(self.chart_tab, "Chart")
         self.views.addTab(self.history, "Query history")
+        self.views.currentChanged.connect(lambda _i: self._view_changed())
         splitter.addWidget(self.views)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 2)
@@ -382,6 +392,7 @@ class SqlPanel(QWidget):
         self.grid.setModel(proxy)
         self.filter_bar.attach(proxy, model.columns)
         model.rows_loaded.connect(lambda _n: self.filter_bar.describe())
+        model.rows_loaded.connect(lambda _n: self._view_changed())
         column, order = sorted_by or (-1, Qt.SortOrder.AscendingOrder)
         self.grid.horizontalHeader().setSortIndicator(column, order)  # a no-op sort: already in order
         self.grid.fit_columns()
@@ -391,6 +402,10 @@ class SqlPanel(QWidget):
             old_proxy.deleteLater()
         self._describe(model, seconds)
         self._set_export_enabled(bool(model.columns))
+        if self._chart_next:
+            self._chart_next = False
+            self.views.setCurrentWidget(self.chart_tab)
+        self._view_changed()
         self.query_finished.emit(model)
         if by_user:
             rows = model.rowCount() if model.complete else None
@@ -439,6 +454,70 @@ class SqlPanel(QWidget):
     def _set_export_enabled(self, enabled: bool) -> None:
         self.csv_button.setEnabled(enabled)
         self.json_button.setEnabled(enabled)
+
+    # the chart -------------------------------------------------------------------------------
+    def chart_next_result(self) -> None:
+        """Show the Chart tab when the next result arrives (the answer card's Chart button)."""
+        self._chart_next = True
+
+    def show_chart(self) -> ChartView:
+        self.views.setCurrentWidget(self.chart_tab)
+        return self._ensure_chart()
+
+    def _ensure_chart(self) -> ChartView:
+        if self.chart is None:
+            from sqale_desktop.ui.chart_view import ChartView
+
+            self.chart = ChartView(self.chart_tab)
+            self.chart.export_requested.connect(self.ask_chart_export)
+            layout = self.chart_tab.layout()
+            assert layout is not None
+            layout.addWidget(self.chart)
+        return self.chart
+
+    def _view_changed(self) -> None:
+        """Redraw the chart when it is in view (its tab chosen, a new result, more rows loaded)."""
+        if self.views.currentWidget() is not self.chart_tab:
+            return
+        chart = self._ensure_chart()
+        model = self.model
+        if model is None:
+            chart.set_data([], [], True)
+        else:
+            chart.set_data(model.columns, model.loaded_rows, model.complete)
+
+    def ask_chart_export(self, fmt: str) -> None:
+        """Ask where to save the chart as PNG or SVG; render now, write the file on the pool."""
+        if self.chart is None:
+            return
+        suggested = self.export_folder() / f"chart.{fmt}"
+        name, _ = QFileDialog.getSaveFileName(
+            self, f"Export the chart as {fmt.upper()}", str(suggested), f"{fmt.upper()} images (*.{fmt})"
+        )
+        if not name:
+            return
+        folder = str(Path(name).parent)
+        self._last_folder = folder
+        self.export_folder_chosen.emit(folder)
+        self.export_chart(Path(name), fmt)
+
+    def export_chart(self, path: Path, fmt: str) -> None:
+        from sqale_desktop.ui.chart_view import write_export
+
+        if self.chart is None:
+            return
+        payload = self.chart.render_image() if fmt == "png" else self.chart.svg_bytes()
+        self._jobs.append(
+            self._pool.start(
+                lambda _ctx: write_export(path, payload),
+                finished=lambda _p: self._chart_exported(path),
+                failed=self._export_failed,
+            )
+        )
+
+    def _chart_exported(self, path: Path) -> None:
+        self.message.setText(f"Chart saved to {path}.")
+        self.export_finished.emit(str(path), 0)
 
     def _rerun_from_history(self, sql: str) -> None:
         self.views.setCurrentWidget(self.result_tab)

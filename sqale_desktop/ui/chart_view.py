@@ -1,0 +1,331 @@
+"""The Chart view beside the grid: the current result's loaded rows as a bar, line or scatter plot.
+
+Library: pyqtgraph, chosen over PySide6's QtCharts/QtGraphs because
+- size: pyqtgraph is a ~1.5 MB pure-Python wheel over numpy (already a dependency); QtCharts
+  lives in PySide6-Addons, a ~150 MB wheel that must match the pinned PySide6-Essentials release
+  exactly (``<6.12``), which is one more thing to keep in lockstep;
+- speed: it draws numpy arrays as one QPainterPath, with clipping to the view and peak-preserving
+  downsampling, so 100,000 points render in well under the 200 ms target (``benchmarks/ui.py``
+  measures it); QtCharts' QLineSeries holds a QPointF per point and slows down past ~10k;
+- the dark palette: background and every pen are set from the app's QPalette (``apply_palette``).
+It is imported on first use (the Chart tab), so it costs nothing at launch.
+
+Which chart and which columns is ``core.chart_plan``'s decision; this module only draws it, says
+how many rows it covers, and exports PNG or SVG.  Rendering touches the scene and so runs on the UI
+thread; writing the file runs on the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from sqale_desktop.core.chart_plan import CHART_KINDS, ChartKind, ChartPlan, choose_chart, x_values, y_values
+from sqale_desktop.ui.palette import is_dark
+
+MAX_BARS = 2000
+"""Bars drawn at most (the first ones); more are unreadable and slow, and the view says so."""
+MAX_TICKS = 40
+
+# Colour-blind-safe series colours (Okabe–Ito), readable on the light and the dark background.
+SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+SERIES_COLOURS_DARK = ("#56B4E9", "#E69F00", "#3DD6A3", "#E89AC7", "#7FB8F0", "#FF7F50")
+
+
+def _pg() -> Any:
+    import pyqtgraph as pg
+
+    pg.setConfigOptions(antialias=False, useNumba=False)
+    return pg
+
+
+class ChartView(QWidget):
+    """Kind chooser, export buttons, a status line and the plot.
+
+    Signals:
+        export_requested(str): "png" or "svg" (the panel asks where and writes on the pool).
+        rendered(str): the status line, after each render.
+    """
+
+    export_requested = Signal(str)
+    rendered = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        pg = _pg()
+        self._pg = pg
+        self.kind_box = QComboBox(self)
+        self.kind_box.setObjectName("chartKind")
+        for kind in CHART_KINDS:
+            self.kind_box.addItem(kind.capitalize(), kind)
+        self.kind_box.activated.connect(lambda _i: self._kind_chosen())
+        self.png_button = QPushButton("Export PNG…", self)
+        self.png_button.clicked.connect(lambda: self.export_requested.emit("png"))
+        self.svg_button = QPushButton("Export SVG…", self)
+        self.svg_button.clicked.connect(lambda: self.export_requested.emit("svg"))
+        self.status = QLabel("", self)
+        self.status.setObjectName("chartStatus")
+        self.status.setWordWrap(True)
+        self.plot = pg.PlotWidget(self)
+        self.plot.setObjectName("chartPlot")
+        self.plot.setMenuEnabled(False)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Chart:", self))
+        bar.addWidget(self.kind_box)
+        bar.addWidget(self.status, 1)
+        bar.addWidget(self.png_button)
+        bar.addWidget(self.svg_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.plot, 1)
+        self._columns: list[str] = []
+        self._rows: Sequence[Sequence[Any]] = ()
+        self._complete = True
+        self._chosen: ChartKind | None = None
+        self.plan: ChartPlan | None = None
+        self._axis_kind = "number"
+        self._categories: list[str] = []
+        self.apply_palette()
+        self._enable(False)
+
+    # data ------------------------------------------------------------------------------------
+    def set_data(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        complete: bool,
+        kind: ChartKind | None = None,
+    ) -> None:
+        """Chart these rows (the grid's loaded rows; ``complete``: they are the whole result) as
+        ``kind``, or as the user last chose for these columns, or as ``core.chart_plan`` decides."""
+        if kind is not None:
+            self._chosen = kind
+        elif list(columns) != self._columns:
+            self._chosen = None  # another result: the automatic choice again
+        self._columns = list(columns)
+        self._rows = rows
+        self._complete = complete
+        self.render()
+
+    def set_kind(self, kind: ChartKind) -> None:
+        self._chosen = kind
+        self.render()
+
+    def _kind_chosen(self) -> None:
+        self.set_kind(self.kind_box.currentData())
+
+    # drawing ---------------------------------------------------------------------------------
+    def render(self) -> str:
+        """Draw the plan for the current rows; returns (and shows) the status line."""
+        plot = self.plot.getPlotItem()
+        plot.clear()
+        if plot.legend is not None:
+            plot.legend.scene().removeItem(plot.legend)
+            plot.legend = None
+        rows = self._rows
+        plan = choose_chart(self._columns, rows, self._chosen) if rows else None
+        self.plan = plan
+        if plan is None:
+            text = (
+                "Run a query to chart its result."
+                if not self._columns
+                else "Nothing to chart: the result has no numeric column."
+            )
+            self._enable(False)
+            return self._say(text)
+        self.kind_box.setCurrentIndex(CHART_KINDS.index(plan.kind))
+        if plan.x is None:
+            xs, categories = np.arange(len(rows), dtype=float), []
+        elif plan.x_kind == "number":
+            xs, categories = _numbers(plan.x, rows), []
+        else:
+            xs_list, categories = x_values(plan, rows)
+            xs = np.asarray(xs_list, dtype=float)
+        shown = len(rows)
+        if plan.kind == "bar" and shown > MAX_BARS:
+            xs = xs[:MAX_BARS]
+            shown = MAX_BARS
+        self._set_bottom_axis("date" if plan.x_kind == "date" else "number")
+        colours = SERIES_COLOURS_DARK if is_dark() else SERIES_COLOURS
+        if len(plan.ys) > 1:
+            text = QApplication.palette().color(QPalette.ColorRole.Text)
+            plot.addLegend(offset=(10, 10), labelTextColor=text, brush=self.plot.backgroundBrush())
+        width = 0.8 / len(plan.ys)
+        for n, column in enumerate(plan.ys):
+            ys = _numbers(column, rows[:shown])
+            colour = QColor(colours[n % len(colours)])
+            name = plan.y_labels[n]
+            if plan.kind == "bar":
+                step = _bar_step(xs) if plan.x_kind != "text" else 1.0
+                offset = (n - (len(plan.ys) - 1) / 2) * width * step
+                item = self._pg.BarGraphItem(
+                    x=xs + offset,
+                    height=np.nan_to_num(ys),
+                    width=width * step,
+                    brush=colour,
+                    pen=None,
+                    name=name,
+                )
+                plot.addItem(item)
+            elif plan.kind == "line":
+                order = np.argsort(xs, kind="stable") if plan.x_kind != "text" else slice(None)
+                plot.plot(
+                    xs[order],
+                    ys[order],
+                    pen=self._pg.mkPen(colour, width=1),  # 1 px: Qt's fast path; 1.5 px takes 4x longer
+                    name=name,
+                    connect="finite",
+                    autoDownsample=True,
+                    downsampleMethod="peak",
+                )
+            else:
+                # A ScatterPlotItem of its own: through PlotDataItem's symbols the same 100,000
+                # points take several times longer to set up.
+                finite = np.isfinite(xs) & np.isfinite(ys)
+                plot.addItem(
+                    self._pg.ScatterPlotItem(
+                        x=xs[finite],
+                        y=ys[finite],
+                        size=5,
+                        pen=None,
+                        brush=self._pg.mkBrush(colour),
+                        pxMode=True,
+                        name=name,
+                    )
+                )
+        self._categories = categories[: int(np.nanmax(xs)) + 1] if plan.x_kind == "text" and len(xs) else []
+        self._apply_ticks()
+        plot.setLabel("bottom", plan.x_label)
+        plot.setLabel("left", ", ".join(plan.y_labels))
+        plot.enableAutoRange()
+        self._enable(True)
+        what = f"{plan.kind} chart of {', '.join(plan.y_labels)} by {plan.x_label}"
+        if not self._complete:
+            rows_text = f"the {len(rows):,} loaded rows (the result has more; scroll the grid to load them)"
+        else:
+            rows_text = f"all {len(rows):,} row{'s' if len(rows) != 1 else ''}"
+        if shown < len(rows):
+            rows_text = f"the first {shown:,} of {rows_text}"
+        return self._say(f"{what.capitalize()}, from {rows_text}.")
+
+    def _apply_ticks(self) -> None:
+        """Category names under the bars, thinned to what the axis has room for (pyqtgraph does
+        not rotate tick labels, and overlapping names read as noise)."""
+        axis = self.plot.getPlotItem().getAxis("bottom")
+        names = self._categories
+        if not names:
+            axis.setTicks(None)
+            return
+        room = max(2, min(MAX_TICKS, int(axis.width() or self.plot.width()) // 70))
+        every = max(1, -(-len(names) // room))
+        axis.setTicks([[(float(i), _tick(name, 10)) for i, name in enumerate(names) if i % every == 0]])
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        if self._categories:
+            self._apply_ticks()
+
+    def _say(self, text: str) -> str:
+        self.status.setText(text)
+        self.status.setToolTip(text)
+        self.rendered.emit(text)
+        return text
+
+    def _set_bottom_axis(self, kind: str) -> None:
+        if kind == self._axis_kind:
+            return
+        plot = self.plot.getPlotItem()
+        axis = self._pg.DateAxisItem(orientation="bottom") if kind == "date" else self._pg.AxisItem("bottom")
+        plot.setAxisItems({"bottom": axis})
+        self._axis_kind = kind
+        self.apply_palette()
+
+    def _enable(self, enabled: bool) -> None:
+        for widget in (self.png_button, self.svg_button, self.kind_box):
+            widget.setEnabled(enabled)
+
+    def apply_palette(self) -> None:
+        """Background and pens from the app's palette (light or dark)."""
+        app = QApplication.instance()
+        palette = app.palette() if isinstance(app, QApplication) else QPalette()
+        background = palette.color(QPalette.ColorRole.Base)
+        foreground = palette.color(QPalette.ColorRole.Text)
+        self.plot.setBackground(background)
+        plot = self.plot.getPlotItem()
+        for name in ("left", "bottom"):
+            axis = plot.getAxis(name)
+            axis.setPen(self._pg.mkPen(foreground))
+            axis.setTextPen(self._pg.mkPen(foreground))
+            axis.label.setDefaultTextColor(foreground)
+        plot.showGrid(x=True, y=True, alpha=0.15)
+
+    # export ----------------------------------------------------------------------------------
+    def render_image(self, width: int = 1600) -> QImage:
+        """The chart as an image ``width`` pixels wide (for PNG export and tests)."""
+        from pyqtgraph.exporters import ImageExporter
+
+        exporter = ImageExporter(self.plot.getPlotItem())
+        exporter.parameters()["width"] = width
+        image = exporter.export(toBytes=True)
+        assert isinstance(image, QImage)
+        return image
+
+    def svg_bytes(self) -> bytes:
+        """The chart as SVG, painted by Qt's own QSvgGenerator: pyqtgraph's SVGExporter fails on
+        this PySide6 (its path parser gets coordinates it cannot split)."""
+        from PySide6.QtCore import QBuffer, QIODevice, QRectF
+        from PySide6.QtSvg import QSvgGenerator
+
+        buffer = QBuffer()
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        generator = QSvgGenerator()
+        generator.setOutputDevice(buffer)
+        size = self.plot.size()
+        generator.setSize(size)
+        generator.setViewBox(QRectF(0, 0, size.width(), size.height()))
+        generator.setTitle(self.status.text())
+        painter = QPainter(generator)
+        try:
+            self.plot.render(painter)
+        finally:
+            painter.end()
+        return bytes(buffer.data().data())
+
+
+def _numbers(column: int, rows: Sequence[Sequence[Any]]) -> np.ndarray:
+    """A numeric column as floats, NULL as NaN: numpy converts the column in one call (a tenth of
+    the time of a Python loop on 100,000 rows); a column with other values takes the slow path."""
+    values = [row[column] for row in rows]
+    try:
+        return np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        return np.asarray(y_values(column, rows), dtype=float)
+
+
+def _bar_step(xs: np.ndarray) -> float:
+    """The smallest gap between distinct x values, so bars over numbers or dates do not overlap."""
+    finite = np.unique(xs[np.isfinite(xs)])
+    if len(finite) < 2:
+        return 1.0
+    return float(np.min(np.diff(finite)))
+
+
+def _tick(name: str, limit: int = 18) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def write_export(path: Path, payload: QImage | bytes) -> Path:
+    """Write a rendered chart (a pool job's work: QImage is safe to save off the UI thread)."""
+    if isinstance(payload, QImage):
+        if not payload.save(str(path), "PNG"):
+            raise OSError(f"could not write {path}")
+    else:
+        path.write_bytes(payload)
+    return path
