@@ -177,7 +177,7 @@ def run_episode(
     protocol = protocol or AgentProtocol()
     question = valid_text(question)  # it may come from a command line holding undecodable bytes
     cancel = cancel or threading.Event()
-    label = db_label if db_label is not None else str(getattr(db, "path", ""))
+    label = valid_text(db_label if db_label is not None else str(getattr(db, "path", "")))
     episode = Episode(question=question, db=label, prompt_source=protocol.prompt_source)
     started = clock()
     session: EngineSession | None = None

@@ -96,3 +96,16 @@ def test_the_budget_is_per_turn_and_normal_turns_never_meet_it(chinook: Path) ->
 def test_the_budget_must_be_positive(chinook: Path) -> None:
     with open_readonly(chinook) as db, pytest.raises(ValueError):
         list(run_episode("q", db, ToolBox(db), ReplayEngine([]), turn_tool_seconds=0))
+
+
+def test_a_question_and_path_with_undecodable_bytes_give_valid_text(chinook: Path) -> None:
+    script = [turn(call("submit_sql", sql="SELECT 1"))]
+    with open_readonly(chinook) as db:
+        events = list(
+            run_episode("Why \udcff?", db, ToolBox(db), ReplayEngine(script), db_label="x\udcfe.db")
+        )
+    last = events[-1]
+    assert isinstance(last, EpisodeEnded)
+    episode = last.episode
+    json.dumps(episode.to_json(), ensure_ascii=False).encode("utf-8")  # strict: what --json prints
+    assert episode.question == "Why \ufffd?" and episode.db == "x\ufffd.db"
