@@ -170,11 +170,16 @@ class _HeightFitter(QObject):
         self._width = edit.width()
         lines = self.visual_lines(self.max_lines)
         shown = min(self.max_lines, lines)
-        edit.setVerticalScrollBarPolicy(
+        policy = (
             Qt.ScrollBarPolicy.ScrollBarAsNeeded
             if lines > self.max_lines
             else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         )
+        if policy != edit.verticalScrollBarPolicy():
+            edit.setVerticalScrollBarPolicy(policy)
+            if not self._pending:  # the bar came or went: the viewport's width, and the wrapping, changed
+                self._pending = True
+                QTimer.singleShot(0, self, self._deferred)
         margin = 2 * edit.document().documentMargin()
         height = edit.fontMetrics().lineSpacing() * shown + 2 * edit.frameWidth() + math.ceil(margin) + 2
         if edit.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap:

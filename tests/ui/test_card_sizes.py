@@ -50,6 +50,7 @@ def assert_fits(edit: QPlainTextEdit, max_lines: int) -> None:
     lines = visual_lines(edit)
     shown = edit.viewport().height() / edit.fontMetrics().lineSpacing()
     assert shown >= min(lines, max_lines) - 0.01, (lines, shown)
+    assert shown < min(lines, max_lines) + 1, (lines, shown)  # and not taller than that
     assert not edit.horizontalScrollBar().isVisible()
     assert edit.verticalScrollBar().isVisible() == (lines > max_lines)
 
