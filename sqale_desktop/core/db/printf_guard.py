@@ -10,6 +10,11 @@ replacement adds up the widths and precisions a call asks for, refuses the call 
 same arguments to the built-in printf of a private in-memory connection, so results stay exactly
 SQLite's.
 
+``instr()`` is replaced the same way: SQLite compares the needle at every position of the
+haystack (``instr(zeroblob(4e5)||'x', zeroblob(2e5)||'y')`` is three seconds in one call, and it
+grows with the square of the lengths); the replacement searches with Python's ``bytes.find``,
+which is linear for long needles, and counts characters the way SQLite does.
+
 Why ctypes: the replacement must also work inside the user's views (``sample_rows`` on a view
 that holds the bomb), and with ``trusted_schema = 0`` (kept on purpose) SQLite only lets views
 call application functions registered as ``SQLITE_INNOCUOUS``, a flag Python's
@@ -40,7 +45,9 @@ _SQLITE_DETERMINISTIC = 0x800
 _SQLITE_INNOCUOUS = 0x200000
 _SQLITE_INTERRUPT = 9
 _SQLITE_TRANSIENT = ctypes.c_void_p(-1)
-_INTEGER, _FLOAT, _TEXT, _BLOB = 1, 2, 3, 4
+_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
+# Every byte that starts a UTF-8 character (not 0x80-0xBF): deleting them leaves the continuations.
+_CHARACTER_STARTS = bytes(b for b in range(256) if not 0x80 <= b <= 0xBF)
 
 # One conversion: flags, width (digits or *), precision (. digits or .*), length, the type letter.
 _SPEC = re.compile(r"%[-+ #0!,]*(\*|\d+)?,?(?:\.(\*|\d*))?l{0,2}(.)", re.DOTALL)
@@ -132,12 +139,20 @@ class _Library:
         self.value_bytes.argtypes = [ctypes.c_void_p]
         self.result_text = lib.sqlite3_result_text
         self.result_text.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+        self.result_int64 = lib.sqlite3_result_int64
+        self.result_int64.argtypes = [ctypes.c_void_p, ctypes.c_int64]
         self.result_null = lib.sqlite3_result_null
         self.result_null.argtypes = [ctypes.c_void_p]
         self.result_error = lib.sqlite3_result_error
         self.result_error.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
         self.result_error_code = lib.sqlite3_result_error_code
         self.result_error_code.argtypes = [ctypes.c_void_p, ctypes.c_int]
+
+    def raw(self, handle: int, *, as_text: bool) -> bytes:
+        """The value's bytes: as SQLite's text (numbers converted its way) or as a blob."""
+        pointer = self.value_text(handle) if as_text else self.value_blob(handle)
+        size = self.value_bytes(handle)
+        return ctypes.string_at(pointer, size) if pointer else b""
 
     def value(self, handle: int) -> object:
         kind = self.value_type(handle)
@@ -202,6 +217,7 @@ class PrintfGuard:
         self._helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_length)
         self._statements: dict[int, str] = {}
         self.callback = _XFUNC(self._call)
+        self.instr_callback = _XFUNC(self._instr)
 
     def close(self) -> None:
         self._helper.close()
@@ -233,11 +249,37 @@ class PrintfGuard:
         except Exception as exc:  # a ctypes callback must not raise; the statement gets the error
             lib.result_error(context, f"printf() failed: {exc}".encode("utf-8", "replace"), -1)
 
+    def _instr(self, context: int, argc: int, argv: Any) -> None:
+        """SQLite's ``instr(X, Y)``, searched in linear time (see the module docstring)."""
+        lib = self._lib
+        try:
+            if self._should_stop():
+                lib.result_error_code(context, _SQLITE_INTERRUPT)
+                return
+            kinds = (lib.value_type(argv[0]), lib.value_type(argv[1]))
+            if _NULL in kinds:
+                lib.result_null(context)
+                return
+            blobs = kinds == (_BLOB, _BLOB)
+            haystack = lib.raw(argv[0], as_text=not blobs)
+            needle = lib.raw(argv[1], as_text=not blobs)
+            found = haystack.find(needle)
+            if found < 0:
+                position = 0
+            elif blobs:
+                position = found + 1
+            else:  # characters before the match: bytes that start a UTF-8 character
+                position = len(haystack[:found].translate(None, _CHARACTER_STARTS))
+                position = found - position + 1
+            lib.result_int64(context, position)
+        except Exception as exc:  # a ctypes callback must not raise; the statement gets the error
+            lib.result_error(context, f"instr() failed: {exc}".encode("utf-8", "replace"), -1)
+
 
 def install(
     conn: sqlite3.Connection, filename: str, should_stop: Callable[[], bool], max_length: int
 ) -> PrintfGuard | None:
-    """Replace ``printf`` and ``format`` on ``conn``; None (built-ins kept) where that is not possible.
+    """Replace ``printf``, ``format`` and ``instr`` on ``conn``; None (built-ins kept) where not possible.
 
     ``filename`` is the path SQLite reports for the connection's main database (the check that
     the handle found is the right one).
@@ -251,8 +293,13 @@ def install(
         return None
     guard = PrintfGuard(lib, should_stop, max_length)
     flags = _SQLITE_UTF8 | _SQLITE_DETERMINISTIC | _SQLITE_INNOCUOUS
-    for name in (b"printf", b"format"):
-        code = lib.create(handle, name, -1, flags, None, guard.callback, None, None, None)
+    replaced = (
+        (b"printf", -1, guard.callback),
+        (b"format", -1, guard.callback),
+        (b"instr", 2, guard.instr_callback),
+    )
+    for name, arity, callback in replaced:
+        code = lib.create(handle, name, arity, flags, None, callback, None, None, None)
         if code != 0:
             guard.close()
             log.warning("printf guard unavailable: sqlite3_create_function_v2 returned %d", code)

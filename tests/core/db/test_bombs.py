@@ -191,3 +191,26 @@ def test_stop_holds_between_progress_checks(bombs: Path) -> None:
         thread.join(timeout=60)
         assert [type(e) for e in errors] == [QueryInterrupted]
         assert db.execute("SELECT 2").rows == [(2,)]
+
+
+INSTR_CASES = [
+    "SELECT instr('héllo wörld', 'wö'), instr('abc', ''), instr('', ''), instr('', 'a'), instr(NULL, 'a')",
+    "SELECT instr(12345, 3), instr(1.5e20, '+'), instr(x'00112233', x'2233'), instr('ab3', x'33')",
+    "SELECT instr(x'c3a962', 'b'), instr('日本語テキスト', 'テ'), instr(x'ff61', 'a'), instr('aaa', 'aa')",
+]
+
+
+@pytest.mark.parametrize("sql", INSTR_CASES)
+def test_instr_gives_exactly_what_sqlite_gives(bombs: Path, sql: str) -> None:
+    plain = sqlite3.connect(":memory:")
+    expected = plain.execute(sql).fetchall()
+    plain.close()
+    with open_readonly(bombs) as db:
+        assert db.execute(sql).rows == expected
+
+
+def test_instr_is_not_quadratic(bombs: Path) -> None:
+    # SQLite's own instr compares the needle at every position: seconds for these lengths.
+    sql = "SELECT instr(zeroblob(400000) || x'01', zeroblob(200000) || x'02')"
+    with open_readonly(bombs, time_limit_s=1) as db:
+        assert db.execute(sql).rows == [(0,)]
