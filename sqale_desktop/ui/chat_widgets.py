@@ -163,7 +163,10 @@ class _HeightFitter(QObject):
             else:
                 lines += 1
             block = block.next()
-        return max(1, lines)
+        # The layout's own count is exact for the blocks it has laid out (and never more than the
+        # truth), so the larger of the two is the better figure.
+        laid_out = math.ceil(doc.documentLayout().documentSize().height())
+        return max(1, lines, laid_out)
 
     def refit(self, _size: QSizeF | None = None) -> None:
         edit = self.edit
@@ -243,6 +246,7 @@ class ThinkingBox(QWidget):
         cursor.insertText(text, self._think if phase == "think" else self._answer)
         self._chars += len(text)
         self.toggle.setText(f"Thinking ({self._chars:,} characters)")
+        _fit_text_height(self.text, self.MAX_LINES)
         bar = self.text.verticalScrollBar()
         bar.setValue(bar.maximum())
 

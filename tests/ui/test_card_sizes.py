@@ -128,3 +128,24 @@ def test_a_turn_header_wraps_in_a_narrow_pane(qtbot: Any, make_window: WindowFac
     one_line = header.fontMetrics().lineSpacing()
     assert header.heightForWidth(header.width()) > one_line  # it needs two lines here…
     assert_label_whole(header)  # …and gets them
+
+
+def test_the_live_thinking_box_of_a_later_turn_shows_its_wrapped_lines(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, artifacts: Path
+) -> None:
+    """The box once shrank to one line in turn 2: one long paragraph is one block."""
+    window = make_window(script()[1:], delay=0.05)  # turn 1 is the long paragraph; ~10 s of streaming
+    page = open_page(qtbot, window, chinook)
+    window.resize(1024, 700)
+    view = ask(qtbot, window, page)
+    qtbot.waitUntil(
+        lambda: 1 in view.turns and len(view.turns[1].thinking.plain_text()) > 500, timeout=20_000
+    )
+    settle()
+    box = view.turns[1].thinking
+    assert view.turns[1].summary == "" and box.expanded  # still streaming
+    assert visual_lines(box.text) > 3
+    assert_fits(box.text, box.MAX_LINES)
+    window.grab().save(str(artifacts / "thinking_live_1024x700.png"))
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        window.stop(page)
