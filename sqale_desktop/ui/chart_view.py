@@ -5,8 +5,10 @@ Library: pyqtgraph, chosen over PySide6's QtCharts/QtGraphs because
   lives in PySide6-Addons, a ~150 MB wheel that must match the pinned PySide6-Essentials release
   exactly (``<6.12``), which is one more thing to keep in lockstep;
 - speed: it draws numpy arrays as one QPainterPath, with clipping to the view and peak-preserving
-  downsampling, so 100,000 points render in well under the 200 ms target (``benchmarks/ui.py``
-  measures it); QtCharts' QLineSeries holds a QPointF per point and slows down past ~10k;
+  downsampling, so a 100,000-point line renders near the 200 ms target (``benchmarks/ui.py``
+  measures it); a scatter prepares each point in Python, so past ``MAX_SCATTER`` points an evenly
+  spaced sample is drawn (and the status line says so); QtCharts' QLineSeries holds a QPointF per
+  point and slows down past ~10k;
 - the dark palette: background and every pen are set from the app's QPalette (``apply_palette``).
 It is imported on first use (the Chart tab), so it costs nothing at launch.
 
@@ -32,6 +34,9 @@ from sqale_desktop.ui.palette import is_dark
 MAX_BARS = 2000
 """Bars drawn at most (the first ones); more are unreadable and slow, and the view says so."""
 MAX_TICKS = 40
+MAX_SCATTER = 25_000
+"""Points a scatter draws at most: pyqtgraph prepares each point of a scatter in Python (about
+4 µs each), so past this an evenly spaced sample is drawn, and the view says so."""
 
 # Colour-blind-safe series colours (Okabe–Ito), readable on the light and the dark background.
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
@@ -152,6 +157,7 @@ class ChartView(QWidget):
         if plan.kind == "bar" and shown > MAX_BARS:
             xs = xs[:MAX_BARS]
             shown = MAX_BARS
+        every = -(-len(rows) // MAX_SCATTER) if plan.kind == "scatter" else 1
         self._set_bottom_axis("date" if plan.x_kind == "date" else "number")
         colours = SERIES_COLOURS_DARK if is_dark() else SERIES_COLOURS
         if len(plan.ys) > 1:
@@ -189,6 +195,7 @@ class ChartView(QWidget):
                 # A ScatterPlotItem of its own: through PlotDataItem's symbols the same 100,000
                 # points take several times longer to set up.
                 finite = np.isfinite(xs) & np.isfinite(ys)
+                finite[np.arange(len(finite)) % every != 0] = False
                 plot.addItem(
                     self._pg.ScatterPlotItem(
                         x=xs[finite],
@@ -213,6 +220,8 @@ class ChartView(QWidget):
             rows_text = f"all {len(rows):,} row{'s' if len(rows) != 1 else ''}"
         if shown < len(rows):
             rows_text = f"the first {shown:,} of {rows_text}"
+        elif every > 1:
+            rows_text = f"one row in {every} of {rows_text}"
         return self._say(f"{what.capitalize()}, from {rows_text}.")
 
     def _apply_ticks(self) -> None:

@@ -157,6 +157,9 @@ class DatabasePage(QWidget):
 
         for highlighter in self.findChildren(SqlHighlighter):
             highlighter.refresh_palette()
+        if self.sql.chart is not None:  # the chart's background and pens follow the palette too
+            self.sql.chart.apply_palette()
+            self.sql.chart.render()
 
     def _mark_grid_stale(self, error: str | None) -> None:
         """A failed statement leaves the previous result greyed out and labelled, never passing

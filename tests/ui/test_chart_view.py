@@ -70,6 +70,13 @@ def test_kind_follows_the_column_mix_and_renders_with_axis_titles(qtbot: Any) ->
     view.set_data(["price", "sold"], [[float(i), i] for i in range(60)], True)
     assert view.plan.kind == "line"
 
+    # A big scatter draws an evenly spaced sample, and says so.
+    many = [[float(i), float(i % 7)] for i in range(60_000)]
+    view.set_data(["price", "sold"], many, True, "scatter")
+    [scatter] = [i for i in view.plot.getPlotItem().items if hasattr(i, "points")]
+    assert len(scatter.data) == 20_000
+    assert view.status.text().endswith("from one row in 3 of all 60,000 rows.")
+
     view.set_data(["name"], [["a"]], True)
     assert view.plan is None and "no numeric column" in view.status.text()
     assert not view.png_button.isEnabled()
@@ -190,3 +197,7 @@ def test_screenshots_of_the_data_side(
         window.grab().save(str(artifacts / f"data_history_{theme}_{width}x{height}.png"))
     image = view.render_image(1000)
     assert painted_pixels(image, background) > 200
+    # Switching the palette re-colours the chart.
+    apply_theme(app, "light" if theme == "dark" else "dark")
+    page.refresh_palette()
+    assert view.plot.backgroundBrush().color().lightness() != background.lightness()

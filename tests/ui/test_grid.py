@@ -250,3 +250,40 @@ def test_export_dialog_starts_in_documents_then_the_last_folder(
     panel._last_folder = ""
     panel.folder_provider = lambda: str(tmp_path)
     assert panel.export_folder() == tmp_path
+
+
+def test_the_window_remembers_the_export_folder_across_sessions(
+    qtbot: Any, chinook: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqale_desktop.core import settings as settings_mod
+    from sqale_desktop.core.history import History
+    from sqale_desktop.core.settings import Settings
+    from sqale_desktop.ui.main_window import MainWindow
+    from tests.ui.test_main_window import open_page
+
+    target = tmp_path / "exports" / "genres.json"
+    target.parent.mkdir()
+    asked: list[str] = []
+
+    def fake_dialog(_parent: Any, _title: str, start: str, _filter: str) -> tuple[str, str]:
+        asked.append(start)
+        return str(target), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", fake_dialog)
+    for session in range(2):
+        window = MainWindow(
+            Settings() if session == 0 else settings_mod.load().settings,
+            None,
+            history=History(tmp_path / "history.sqlite"),
+        )
+        qtbot.addWidget(window)
+        window.show()
+        page = open_page(qtbot, window, chinook)
+        run(qtbot, page.sql, "SELECT Name FROM Genre")
+        with qtbot.waitSignal(page.sql.export_finished, timeout=10_000):
+            page.sql.ask_export("json")
+        assert window.settings.export_folder == str(target.parent)
+        assert window.shutdown()
+        window.close()
+    assert Path(asked[1]).parent == target.parent  # the second session started where the first left
+    assert settings_mod.load().settings.export_folder == str(target.parent)
