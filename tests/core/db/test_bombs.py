@@ -214,3 +214,14 @@ def test_instr_is_not_quadratic(bombs: Path) -> None:
     sql = "SELECT instr(zeroblob(400000) || x'01', zeroblob(200000) || x'02')"
     with open_readonly(bombs, time_limit_s=1) as db:
         assert db.execute(sql).rows == [(0,)]
+
+
+def test_a_printf_bomb_in_a_generated_column_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "generated.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE g (x INTEGER, y TEXT AS (printf('%.*c', 2147483647 - x, 'x')))")
+    conn.execute("INSERT INTO g (x) VALUES (1)")
+    conn.commit()
+    conn.close()
+    with open_readonly(path, time_limit_s=1) as db, pytest.raises(QueryFailed, match="printf"):
+        db.execute("SELECT length(y) FROM g")
