@@ -192,12 +192,13 @@ def download_model(
 def _blob_lock(cpaths: hubcache.CachePaths, remote: hub.RemoteFile) -> Iterator[None]:
     """Hold huggingface_hub's own lock on the blob: a second download (ours, in another window or
     process, or the library's) must not write the same partial file at the same time."""
-    from filelock import Timeout
-    from huggingface_hub.utils._fixes import WeakFileLock
+    from filelock import FileLock, Timeout
 
+    # The same lock file and kind (an OS lock, group-writable) as huggingface_hub's own, which it
+    # keeps private (utils._fixes.WeakFileLock), so its downloads and ours still exclude each other.
     cpaths.lock.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with WeakFileLock(cpaths.lock, timeout=1.0):
+        with FileLock(cpaths.lock, timeout=1.0, mode=0o664):
             yield
     except Timeout:
         raise ModelError(

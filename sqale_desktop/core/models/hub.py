@@ -272,7 +272,9 @@ def download_url(remote: RemoteFile) -> str:
 
 def request_headers(token: str | None) -> dict[str, str]:
     """The library's own headers (user agent, and Authorization when there is a token)."""
-    from huggingface_hub.utils._headers import build_hf_headers
+    # Public and documented (huggingface_hub.utils.build_hf_headers), but the package's lazy
+    # __init__ imports it without re-exporting it, which mypy's strict mode reports.
+    from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
     headers: dict[str, str] = build_hf_headers(token=token, library_name=LIBRARY_NAME)
     return headers
