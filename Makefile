@@ -37,6 +37,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.test-installed
 	$(BIN)/ruff check sqale_desktop tests benchmarks
 	$(BIN)/mypy sqale_desktop/core
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 $(VENV)/bin/python:
