@@ -69,6 +69,10 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024
 # it: the keyword pre-check and SQLite's parser would otherwise spend seconds (or gigabytes) on it
 # outside the time limit, and nobody types or generates a megabyte of SQL to ask a question.
 MAX_SQL_CHARS = 1_000_000
+# LIKE and GLOB compare in one C call, in time proportional to text length times pattern length
+# (a 1 MB text against a 10 KB pattern: 40 s that no limit can interrupt).  Real patterns are
+# a few dozen characters; SQLite's default allows 50,000.
+MAX_LIKE_PATTERN_CHARS = 1000
 CLOSE_WAIT_S = 2.0
 # How often a statement that finds the file locked by another program tries again.  SQLite's own
 # busy handler would wait inside one C call, deaf to Stop; retrying here keeps Stop and the time
@@ -491,6 +495,7 @@ def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
     # zeroblob(1e9) and friends allocate in one step, where the progress handler cannot stop them.
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 4 * MAX_SQL_CHARS)  # UTF-8 bytes
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_LIKE_PATTERN_CHARS)
     return conn
 
 

@@ -225,3 +225,11 @@ def test_a_printf_bomb_in_a_generated_column_is_refused(tmp_path: Path) -> None:
     conn.close()
     with open_readonly(path, time_limit_s=1) as db, pytest.raises(QueryFailed, match="printf"):
         db.execute("SELECT length(y) FROM g")
+
+
+def test_like_patterns_are_bounded(bombs: Path) -> None:
+    long_pattern = "SELECT 'a' LIKE '%' || replace(hex(zeroblob(5000)), '0', 'a') || 'b'"
+    with open_readonly(bombs, time_limit_s=1) as db:
+        with pytest.raises(QueryFailed, match="pattern too complex"):
+            db.execute(long_pattern)
+        assert db.execute("SELECT 'Hello' LIKE 'h%o', 'abc' GLOB 'a?c'").rows == [(1, 1)]
