@@ -101,7 +101,13 @@ def sizes(app: Path) -> dict[str, object]:
         out[key] = round(found[-1].stat().st_size / 1e6, 1) if found else None
     internal = app / "_internal"
     parts = (
-        sorted(((du_bytes(p), p.name) for p in internal.iterdir()), reverse=True) if internal.is_dir() else []
+        sorted(
+            # PyInstaller links some libraries into the top folder: count each file once.
+            ((du_bytes(p), p.name) for p in internal.iterdir() if not p.is_symlink()),
+            reverse=True,
+        )
+        if internal.is_dir()
+        else []
     )
     out["largest_mb"] = {name: round(size / 1e6, 1) for size, name in parts[:6]}
     return out

@@ -56,7 +56,9 @@ if command -v strip >/dev/null; then
     find "$APP/_internal" -path '*/lib-dynload/*.so' -type f -exec strip --strip-unneeded {} +
 fi
 
-# 2. The tarball (a top-level sqale-desktop/ folder; install.sh inside it).
+# 2. The tarball (a top-level sqale-desktop/ folder; install.sh inside it).  Earlier versions'
+# artefacts go first, so that dist/ holds exactly one of each.
+rm -f "$OUT"/sqale-desktop-*-linux-*.tar.gz "$OUT"/sqale-desktop_*.deb
 TARBALL="$OUT/sqale-desktop-$VERSION-linux-$ARCH.tar.gz"
 tar -C "$OUT" -czf "$TARBALL" "$(basename "$APP")"
 

@@ -149,7 +149,7 @@ if command -v apt-get >/dev/null; then
     echo "   | apt-get --simulate: ok"
 fi
 if command -v lintian >/dev/null && [ "${SKIP_LINTIAN:-}" != 1 ]; then
-    lintian --fail-on error,warning --suppress-tags running-with-root-privileges "${debs[0]}" 2>&1 |
+    lintian --fail-on error,warning "${debs[0]}" 2>&1 |
         sed 's/^/   | /' || fail "lintian"
     echo "   | lintian: clean (errors and warnings)"
 fi
