@@ -100,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _pipe_closed()
     except Exception as exc:
-        if not _is_known_condition(exc):
+        from sqale_desktop.core.errors import is_known
+
+        if not is_known(exc):
             raise  # a bug: the traceback is what is needed to fix it
         print(f"sqale-desktop {args.command}: {exc}", file=sys.stderr)
         return 1
@@ -118,14 +120,3 @@ def _pipe_closed() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 128 + 13  # killed by SIGPIPE, as a C tool would report it
-
-
-def _is_known_condition(exc: Exception) -> bool:
-    """A condition of the world (locked file, bad model file, unreachable server): one line, no traceback."""
-    from sqale_desktop.core.db.errors import DatabaseError
-    from sqale_desktop.core.engines.base import EngineError
-    from sqale_desktop.core.history import HistoryError
-    from sqale_desktop.core.models.errors import ModelError
-    from sqale_desktop.core.secrets import SecretError
-
-    return isinstance(exc, DatabaseError | EngineError | ModelError | HistoryError | SecretError)

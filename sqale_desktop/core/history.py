@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from sqale_desktop.core import paths
 from sqale_desktop.core.agent.events import Episode
+from sqale_desktop.core.errors import KnownError
 
 BUSY_TIMEOUT_S = 10.0
 
@@ -45,7 +46,7 @@ EntryKind = Literal["question", "rerun"]
 EntryState = Literal["running", "finished", "interrupted"]
 
 
-class HistoryError(Exception):
+class HistoryError(KnownError):
     """A known condition of the history file (unreadable, from a newer version): tell the user."""
 
 

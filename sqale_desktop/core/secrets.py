@@ -12,6 +12,8 @@ import logging
 import threading
 from typing import Any
 
+from sqale_desktop.core.errors import KnownError
+
 SERVICE = "sqale-desktop"
 HF_TOKEN = "hf_token"
 SERVER_API_KEY = "server_api_key"
@@ -29,7 +31,7 @@ _memory: dict[str, str] = {}
 _forced_backend: Any = None
 
 
-class SecretError(RuntimeError):
+class SecretError(KnownError, RuntimeError):
     """The keyring refused an operation (locked, denied); the message never holds the value."""
 
 

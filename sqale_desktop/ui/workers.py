@@ -18,6 +18,8 @@ from typing import Any
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
+from sqale_desktop.core.errors import is_known
+
 log = logging.getLogger(__name__)
 
 # Every pool and worker thread the UI starts, so tests can fail when one is left running
@@ -107,7 +109,7 @@ class _Runnable(QRunnable):
         try:
             result = self._job(self._context)
         except BaseException as exc:  # every worker reports everything; nothing dies silently
-            if not _is_known_condition(exc):
+            if not is_known(exc):
                 log.exception("background job failed")
             self._signals.failed.emit(exc)
         else:
@@ -116,16 +118,6 @@ class _Runnable(QRunnable):
             self._context.finished = True
             self._pool._forget(self._context)
             self._signals.done.emit()
-
-
-def _is_known_condition(exc: BaseException) -> bool:
-    """Known conditions of the world get a message, not a traceback in the log."""
-    import sqlite3
-
-    if isinstance(exc, OSError | sqlite3.Error):
-        return True
-    module = type(exc).__module__
-    return module.startswith("sqale_desktop.core") and not isinstance(exc, TypeError | AttributeError)
 
 
 class TaskPool(QObject):

@@ -61,6 +61,7 @@ from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineSession, valid_text
 from sqale_desktop.core.engines.text_session import count_tokens
+from sqale_desktop.core.errors import is_known
 from sqale_desktop.core.tools.payloads import RowsPayload, SubmittedPayload
 
 _log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ def run_episode(
     except _Cancelled:
         episode.ended_by, episode.sql, episode.result = "cancelled", None, None
     except Exception as exc:
-        if _is_known_condition(exc):
+        if is_known(exc):
             _log.info("episode ended by an error: %s", exc)  # the message says it all: no traceback
         else:
             _log.exception("episode failed")
@@ -504,19 +505,14 @@ def _submitted_payload(sql: str, result: QueryResultData) -> SubmittedPayload:
     return SubmittedPayload(sql, rows)
 
 
-def _is_known_condition(exc: Exception) -> bool:
-    """An engine's or the database's known failure (bad model file, HTTP 401, locked file)."""
-    from sqale_desktop.core.engines.base import EngineError
-
-    return isinstance(exc, EngineError) or _is_known_db_error(exc)
-
-
 def _is_known_db_error(exc: Exception) -> bool:
-    """Conditions of the world from the database layer (or sqlite3 itself), as opposed to bugs."""
+    """The database's own conditions (locked, interrupted, no such table) on the answer's re-run.
+
+    They are recorded as the answer's error; anything else there propagates.  Narrower than
+    :func:`~sqale_desktop.core.errors.is_known` on purpose: an engine error cannot happen in a query.
+    """
     import sqlite3
 
-    try:
-        from sqale_desktop.core.db.errors import DatabaseError
-    except ImportError:  # the database layer is optional for engines-only use of this module
-        return isinstance(exc, sqlite3.Error)
+    from sqale_desktop.core.db.errors import DatabaseError
+
     return isinstance(exc, DatabaseError | sqlite3.Error)

@@ -19,6 +19,8 @@ import ast
 import textwrap
 from pathlib import Path
 
+from sqale_desktop.core.errors import KnownError
+
 Constant = str | int | float | bool
 
 _STR_METHODS = {"strip", "lstrip", "rstrip"}
@@ -32,7 +34,7 @@ class _Unknown(Exception):
     """The value cannot be worked out without running code."""
 
 
-class UnsafeAgentFile(ValueError):
+class UnsafeAgentFile(KnownError, ValueError):
     """The file is beyond what a real one looks like (too big, too deep, a constant too large)."""
 
 

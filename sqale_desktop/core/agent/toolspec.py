@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.tools import specs as tools_specs
 
 ParamKind = Literal["str", "int"]
@@ -48,7 +49,7 @@ TOOL_NAMES: tuple[str, ...] = tuple(TOOL_SPECS)
 _ALIASES = {"table": "table_name", "column": "column_name", "query": "sql"}
 
 
-class CallError(ValueError):
+class CallError(KnownError, ValueError):
     """A call that cannot run; the message is written for the model."""
 
 

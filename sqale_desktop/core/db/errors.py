@@ -7,8 +7,10 @@ Bugs are not wrapped in these classes: they keep their traceback.
 
 from __future__ import annotations
 
+from sqale_desktop.core.errors import KnownError
 
-class DatabaseError(Exception):
+
+class DatabaseError(KnownError):
     """Base of every database-layer condition; ``str()`` is the message to show."""
 
 

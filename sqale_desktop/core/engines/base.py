@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from sqale_desktop.core.errors import KnownError
+
 FinishReason = Literal["stop", "length", "cancelled"]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -127,5 +129,5 @@ class EngineInfo:
     notes: list[str] = field(default_factory=list)
 
 
-class EngineError(RuntimeError):
+class EngineError(KnownError, RuntimeError):
     """A known failure of an engine (model file unreadable, server unreachable); the message is for people."""

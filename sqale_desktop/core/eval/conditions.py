@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ DEFAULT_DISTRACTORS = 32
 ConditionKind = Literal["gold", "distractors", "full"]
 
 
-class ConditionError(Exception):
+class ConditionError(KnownError):
     """A condition that cannot be parsed or a database that cannot be reduced; the message says why."""
 
 

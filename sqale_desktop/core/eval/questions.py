@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core.errors import KnownError
+
 Format = Literal["plain", "spider", "bird", "sqale"]
 FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale")
 BIRD_PHRASING = "evidence_supported"
 
 
-class QuestionSetError(Exception):
+class QuestionSetError(KnownError):
     """A question set that cannot be read; the message says which file and why."""
 
 

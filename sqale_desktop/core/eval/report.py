@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval.harness import RUN_FILE, latest_by_question, read_episodes
 from sqale_desktop.core.eval.stats import McNemar, mcnemar, wilson
 
 CHARTS_DIR = "report_files"
 
 
-class ReportError(Exception):
+class ReportError(KnownError):
     """A folder that is not a run, or a run without episodes; the message says which."""
 
 

@@ -6,8 +6,10 @@ a token (callers pass none in; hub errors are re-worded, not forwarded).
 
 from __future__ import annotations
 
+from sqale_desktop.core.errors import KnownError
 
-class ModelError(Exception):
+
+class ModelError(KnownError):
     """Base class: a model file problem the user can understand and act on."""
 
 

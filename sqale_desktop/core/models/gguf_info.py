@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.models.catalog import CATALOG, find
 
 SQALE_ARCHITECTURE = "qwen35"
@@ -31,7 +32,7 @@ Fitness = Literal["sqale", "qwen35", "foreign"]
 one of the agents; ``foreign``: another architecture or no thinking template."""
 
 
-class GgufUnreadable(Exception):
+class GgufUnreadable(KnownError):
     """The file is not a GGUF the reader understands (message for people)."""
 
 

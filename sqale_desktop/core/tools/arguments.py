@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.tools.specs import TOOL_NAMES, ToolSpec
 
 MAX_LIMIT = 100
 
 
-class BadArguments(Exception):
+class BadArguments(KnownError):
     """A tool call the model got wrong; ``str()`` is the message for the model."""
 
 
