@@ -2,9 +2,9 @@
 
 Never secrets: the hub token and server API keys live in the OS keyring (``core.secrets``).
 Defaults follow the model card (sampling as in GRPO training, a 16k context).  Reading is
-forgiving on purpose: unknown keys (from a newer version) and keys of the wrong type are ignored
-one by one, and a corrupt file falls back to the defaults with a note for the user, so a bad
-settings file never stops the app from starting.
+forgiving on purpose: unknown keys (from a newer version) and keys of the wrong type or out of
+range (:data:`LIMITS`) are ignored one by one, and a corrupt file falls back to the defaults with
+a note for the user, so a bad settings file never stops the app from starting.
 """
 
 from __future__ import annotations
@@ -27,6 +27,23 @@ EngineName = Literal["llama", "openai", "replay"]
 GpuLayersMode = Literal["auto", "all", "none"]
 GpuLayers = GpuLayersMode | int
 Theme = Literal["system", "light", "dark"]
+
+# The range of every number the user can set: checked when the file is read (a value outside it
+# falls back to its default, with a note) and used as the settings dialog's spin-box bounds, so the
+# two never disagree.  Zero is outside most of them on purpose: a 0 s query limit, a 0-token
+# context or 0 rows would make every database open or every episode fail.  Integers for the
+# integer fields, floats for the others.
+LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
+    "gpu_layers": (0, 999),  # a count of layers; the words ("auto", "all", "none") are checked apart
+    "n_threads": (0, 256),  # 0: one thread per physical core
+    "n_ctx": (2048, 262_144),
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "top_k": (0, 1000),  # 0: off
+    "min_p": (0.0, 1.0),
+    "query_time_limit_s": (0.5, 3600.0),
+    "max_rows": (1, 10_000_000),
+}
 
 ENGINES: tuple[str, ...] = get_args(EngineName)
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
@@ -85,8 +102,13 @@ def settings_path() -> Path:
     return paths.config_dir() / SETTINGS_FILE
 
 
+def _in_limits(name: str, value: int | float) -> bool:
+    low, high = LIMITS[name]
+    return low <= value <= high  # False for NaN, which JSON may carry
+
+
 def _valid(name: str, value: Any) -> bool:
-    """Whether ``value`` read from JSON is acceptable for field ``name``."""
+    """Whether ``value`` read from JSON is acceptable for field ``name`` (type, then range)."""
     if name == "engine":
         return value in ENGINES
     if name == "theme":
@@ -94,16 +116,16 @@ def _valid(name: str, value: Any) -> bool:
     if name == "gpu_layers":
         if isinstance(value, str):
             return value in GPU_LAYER_MODES
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return isinstance(value, int) and not isinstance(value, bool) and _in_limits(name, value)
     if name in ("recent_databases", "open_databases"):
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     default = getattr(Settings(), name)
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return isinstance(value, int) and not isinstance(value, bool) and _in_limits(name, value)
     if isinstance(default, float):
-        return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        return isinstance(value, int | float) and not isinstance(value, bool) and _in_limits(name, value)
     if isinstance(default, str):
         return isinstance(value, str)
     return False

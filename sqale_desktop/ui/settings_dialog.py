@@ -25,13 +25,15 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import secrets
-from sqale_desktop.core.settings import Settings
+from sqale_desktop.core.settings import LIMITS, Settings
 
 ENGINE_LABELS = {"llama": "Local model (llama.cpp, in this app)", "openai": "OpenAI-compatible server"}
 GPU_LABELS = {"auto": "Automatic", "all": "All layers", "none": "None (CPU only)"}
 
 
-def _double(value: float, low: float, high: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+def _double(name: str, value: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+    """A spin box for setting ``name``, bounded by the same limits the settings loader checks."""
+    low, high = LIMITS[name]
     box = QDoubleSpinBox()
     box.setRange(low, high)
     box.setSingleStep(step)
@@ -40,9 +42,11 @@ def _double(value: float, low: float, high: float, step: float, decimals: int = 
     return box
 
 
-def _int(value: int, low: int, high: int, step: int = 1, special: str = "") -> QSpinBox:
+def _int(name: str, value: int, step: int = 1, special: str = "") -> QSpinBox:
+    """A spin box for setting ``name``, bounded by the same limits the settings loader checks."""
+    low, high = LIMITS[name]
     box = QSpinBox()
-    box.setRange(low, high)
+    box.setRange(int(low), int(high))
     box.setSingleStep(step)
     if special:
         box.setSpecialValueText(special)
@@ -99,7 +103,8 @@ class SettingsDialog(QDialog):
         for key, label in GPU_LABELS.items():
             self.gpu_mode.addItem(label, key)
         self.gpu_mode.addItem("This many layers:", "count")
-        self.gpu_layers = _int(settings.gpu_layers if isinstance(settings.gpu_layers, int) else 0, 0, 999)
+        layers = settings.gpu_layers if isinstance(settings.gpu_layers, int) else 0
+        self.gpu_layers = _int("gpu_layers", layers)
         mode = "count" if isinstance(settings.gpu_layers, int) else settings.gpu_layers
         self.gpu_mode.setCurrentIndex(self.gpu_mode.findData(mode))
         self.gpu_mode.currentIndexChanged.connect(
@@ -110,22 +115,22 @@ class SettingsDialog(QDialog):
         gpu_layout.addWidget(self.gpu_layers)
         form.addRow("GPU layers", gpu_row)
 
-        self.threads = _int(settings.n_threads, 0, 256, special="One per core")
+        self.threads = _int("n_threads", settings.n_threads, special="One per core")
         form.addRow("CPU threads", self.threads)
-        self.n_ctx = _int(settings.n_ctx, 2048, 262_144, 1024)
+        self.n_ctx = _int("n_ctx", settings.n_ctx, 1024)
         form.addRow("Context (tokens)", self.n_ctx)
-        self.temperature = _double(settings.temperature, 0.0, 2.0, 0.05)
+        self.temperature = _double("temperature", settings.temperature, 0.05)
         form.addRow("Temperature", self.temperature)
-        self.top_p = _double(settings.top_p, 0.0, 1.0, 0.05)
+        self.top_p = _double("top_p", settings.top_p, 0.05)
         form.addRow("Top-p", self.top_p)
-        self.top_k = _int(settings.top_k, 0, 1000, special="Off")
+        self.top_k = _int("top_k", settings.top_k, special="Off")
         form.addRow("Top-k", self.top_k)
-        self.min_p = _double(settings.min_p, 0.0, 1.0, 0.01)
+        self.min_p = _double("min_p", settings.min_p, 0.01)
         form.addRow("Min-p", self.min_p)
-        self.time_limit = _double(settings.query_time_limit_s, 0.5, 3600.0, 1.0, 1)
+        self.time_limit = _double("query_time_limit_s", settings.query_time_limit_s, 1.0, 1)
         self.time_limit.setSuffix(" s")
         form.addRow("Query time limit", self.time_limit)
-        self.max_rows = _int(settings.max_rows, 1, 10_000_000, 100)
+        self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
         self.theme = QComboBox(self)
         for key in ("system", "light", "dark"):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+
+import pytest
 
 from sqale_desktop.core import paths, settings
 from sqale_desktop.core.settings import Settings
@@ -91,3 +94,51 @@ def test_gpu_layers_as_the_llama_engine_takes_them() -> None:
     assert Settings(gpu_layers="auto").llama_gpu_layers() == "auto"
     assert Settings(gpu_layers="all").llama_gpu_layers() == "all"
     assert Settings(gpu_layers=12).llama_gpu_layers() == 12
+
+
+def _load_with(values: dict[str, object]) -> settings.LoadResult:
+    settings.settings_path().write_text(json.dumps({"schema_version": 1, **values}))
+    return settings.load()
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [
+        ("query_time_limit_s", 0),
+        ("n_ctx", 0),
+        ("max_rows", 0),
+        ("query_time_limit_s", -1.5),
+        ("n_ctx", 10**9),
+        ("temperature", 7.0),
+        ("gpu_layers", 100_000),
+        ("top_p", float("nan")),
+    ],
+)
+def test_out_of_range_values_fall_back_to_their_default_with_a_note(key: str, bad: object) -> None:
+    """A value that would make every database open or episode fail never reaches the app."""
+    result = _load_with({key: bad, "top_k": 40})
+    assert getattr(result.settings, key) == getattr(Settings(), key)
+    assert result.settings.top_k == 40  # the good values beside it are kept
+    assert result.note is not None and key in result.note
+
+
+def test_the_limits_themselves_are_accepted() -> None:
+    edges = {name: low for name, (low, _high) in settings.LIMITS.items()}
+    result = _load_with(edges)
+    assert result.note is None
+    assert all(getattr(result.settings, name) == low for name, low in edges.items())
+    edges = {name: high for name, (_low, high) in settings.LIMITS.items()}
+    assert _load_with(edges).note is None
+
+
+def test_every_number_has_limits_and_the_defaults_are_inside() -> None:
+    defaults = Settings()
+    numbers = {
+        f.name
+        for f in dataclasses.fields(Settings)
+        if f.name != "schema_version" and isinstance(getattr(defaults, f.name), int | float)
+    } | {"gpu_layers"}
+    assert numbers == set(settings.LIMITS)
+    for name, (low, high) in settings.LIMITS.items():
+        value = getattr(defaults, name)
+        assert isinstance(value, str) or low <= value <= high, name

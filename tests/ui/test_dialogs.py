@@ -62,6 +62,22 @@ def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any, artifacts: 
     assert dialog.result_settings().temperature == pytest.approx(0.6)
 
 
+def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
+    """The dialog cannot produce a value the settings loader would reject (issue 11)."""
+    from sqale_desktop.core.settings import LIMITS
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    boxes = {
+        "gpu_layers": dialog.gpu_layers, "n_threads": dialog.threads, "n_ctx": dialog.n_ctx,
+        "temperature": dialog.temperature, "top_p": dialog.top_p, "top_k": dialog.top_k,
+        "min_p": dialog.min_p, "query_time_limit_s": dialog.time_limit, "max_rows": dialog.max_rows,
+    }  # fmt: skip
+    assert set(boxes) == set(LIMITS)
+    for name, box in boxes.items():
+        assert (box.minimum(), box.maximum()) == pytest.approx(LIMITS[name]), name
+
+
 def test_settings_dialog_keeps_the_hub_token_in_the_keyring(qtbot: Any, memory_secrets: Any) -> None:
     from sqale_desktop.core.models.hub import hub_token
 
