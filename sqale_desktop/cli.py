@@ -17,6 +17,7 @@ that a frozen build (whose ``sys.executable`` is this program, not Python) can r
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sqale-desktop {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log everything (DEBUG) to the terminal and the log file; put it before the command",
+    )
     # prog: the subcommands' usage lines start "sqale-desktop ask", not with the custom usage above.
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog="sqale-desktop")
     register_all(subparsers)
@@ -93,6 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    from sqale_desktop.core import logs
+    from sqale_desktop.core.errors import is_known
+
+    logs.configure(verbose=args.verbose)
+    log = logging.getLogger("sqale_desktop.cli")
+    log.debug("sqale-desktop %s %s (Python %s)", __version__, args.command, sys.version.split()[0])
     handler = args.handler
     try:
         result: int = handler(args)
@@ -100,10 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _pipe_closed()
     except Exception as exc:
-        from sqale_desktop.core.errors import is_known
-
         if not is_known(exc):
-            raise  # a bug: the traceback is what is needed to fix it
+            # a bug: the traceback is what is needed to fix it, in the log file and on the terminal
+            log.error("bug in `sqale-desktop %s`", args.command, exc_info=True)
+            raise
+        log.info("sqale-desktop %s: %s", args.command, exc)
         print(f"sqale-desktop {args.command}: {exc}", file=sys.stderr)
         return 1
     return result

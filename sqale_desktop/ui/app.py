@@ -26,6 +26,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from sqale_desktop import __version__
+from sqale_desktop.core import logs
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.palette import apply_theme
@@ -195,6 +196,8 @@ def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -
 def run_app(argv: Sequence[str] | None = None, files: Sequence[Path] = ()) -> int:
     """Start the desktop app with ``files`` in tabs (the demo if none opens); the exit status."""
     started = time.perf_counter()
+    logs.configure()
+    sys.excepthook = logs.log_uncaught  # an exception escaping a slot is a bug: its traceback is logged
     # Qt sees only the program name: file names are ours, and one that looks like a Qt option
     # (``-style``) must not be taken as one.
     app = create_application(argv if argv is not None else sys.argv[:1])

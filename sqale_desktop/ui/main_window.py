@@ -52,6 +52,7 @@ from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
+from sqale_desktop.ui.help_menu import add_help_menu
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
 log = logging.getLogger(__name__)
@@ -260,6 +261,7 @@ class MainWindow(QMainWindow):
         self.stop_action = QAction("S&top", self)
         self.stop_action.triggered.connect(lambda: self.stop())
         tools.addAction(self.stop_action)
+        add_help_menu(self)
 
     # databases ------------------------------------------------------------------------------
     def pages(self) -> list[DatabasePage]:

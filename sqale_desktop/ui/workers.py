@@ -110,7 +110,7 @@ class _Runnable(QRunnable):
             result = self._job(self._context)
         except BaseException as exc:  # every worker reports everything; nothing dies silently
             if not is_known(exc):
-                log.exception("background job failed")
+                log.exception("background job %s failed", getattr(self._job, "__qualname__", self._job))
             self._signals.failed.emit(exc)
         else:
             self._signals.finished.emit(result)

@@ -21,7 +21,7 @@ import pytest
 from keyring.backends import fail
 
 from sqale_desktop import cli
-from sqale_desktop.core import paths, secrets, settings
+from sqale_desktop.core import logs, paths, secrets, settings
 
 KEY = "sk-SQALE-very-secret-key-0123456789"
 SCRIPT = [
@@ -93,18 +93,17 @@ def servers() -> Iterator[tuple[_Server, _Server]]:
 
 @pytest.fixture
 def debug_log() -> Iterator[Path]:
-    """Everything logged at DEBUG, by every library, into the app's log folder."""
-    log_file = paths.log_dir() / "sqale-desktop.log"
-    handler = logging.FileHandler(log_file, encoding="utf-8")
-    handler.setLevel(logging.DEBUG)
+    """Everything logged at DEBUG, by every library, into the app's own log file (``core.logs``).
+
+    The CLI configures logging itself on every call; ``--verbose`` below keeps it at DEBUG.
+    """
     root = logging.getLogger()
     old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
+    log_file = logs.configure(verbose=True)
+    assert log_file.parent == paths.log_dir()
     yield log_file
-    root.removeHandler(handler)
+    logs.reset()
     root.setLevel(old)
-    handler.close()
 
 
 def test_api_key_absent_from_trace_history_settings_and_logs(
@@ -131,8 +130,8 @@ def test_api_key_absent_from_trace_history_settings_and_logs(
         s = settings.Settings(engine="openai", server_url=good.url)
         settings.save(s)
         args = ["ask", "--db", str(chinook), "--question", "How many artists?", "--engine", "openai"]
-        assert cli.main([*args, "--base-url", good.url, "--trace", "--json"]) == 0
-        assert cli.main([*args, "--base-url", echo.url, "--trace"]) == 1
+        assert cli.main(["--verbose", *args, "--base-url", good.url, "--trace", "--json"]) == 0
+        assert cli.main(["--verbose", *args, "--base-url", echo.url, "--trace"]) == 1
 
         db = open_readonly(chinook)
         try:
