@@ -52,11 +52,7 @@ def _names(browser: SchemaBrowser) -> list[str]:
 
 
 def _children(browser: SchemaBrowser, table: str) -> list[str]:
-    proxy = browser.tree.proxy
-    parent = next(
-        proxy.index(r, 0) for r in range(proxy.rowCount()) if proxy.index(r, 0).data(TABLE_ROLE) == table
-    )
-    return [str(proxy.index(r, 0, parent).data(TABLE_ROLE)) for r in range(proxy.rowCount(parent))]
+    return browser.visible_columns(table)
 
 
 def test_tables_sort_naturally_and_ignoring_case(qtbot: Any, qtmodeltester: Any) -> None:
