@@ -16,6 +16,7 @@ from typing import Any
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK
 from sqale_desktop.core.models import catalog
 from sqale_desktop.core.models.errors import ModelError
+from sqale_desktop.core.units import format_bytes
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -77,12 +78,6 @@ def _fail(exc: ModelError) -> int:
     return EXIT_FAILED
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    return f"{n / 1024**2:.1f} MiB"
 
 
 def _select(model_id: str) -> None:
@@ -107,7 +102,7 @@ def run_list(args: argparse.Namespace) -> int:
         print(f"{'':2}{'ID':<40} {'SIZE':>10}  {'CHECKPOINT':<34} PATH")
         for r in records:
             mark = "* " if r.id == selected else "  "
-            print(f"{mark}{r.id:<40} {_size(r.size):>10}  {r.source_checkpoint or '-':<34} {r.path}")
+            print(f"{mark}{r.id:<40} {format_bytes(r.size):>10}  {r.source_checkpoint or '-':<34} {r.path}")
     else:
         print("No models registered yet: 'models search CHECKPOINT', then 'models download REPO FILE',")
         print("or 'models import PATH' for a GGUF file you already have.")
@@ -147,7 +142,7 @@ def run_search(args: argparse.Namespace) -> int:
             print(repo)
             for f in files:
                 mark = "  <- suggested" if suggested is not None and f.name == suggested.name else ""
-                print(f"  {f.name:<60} {_size(f.size):>10}  {f.quant or '?'}{mark}")
+                print(f"  {f.name:<60} {format_bytes(f.size):>10}  {f.quant or '?'}{mark}")
     except ModelError as exc:
         return _fail(exc)
     return EXIT_OK
@@ -162,7 +157,8 @@ class _ProgressPrinter:
     def __call__(self, p: Any) -> None:
         if p.phase == "download":
             eta = f"{p.eta_s:.0f} s" if p.eta_s is not None else "?"
-            line = f"\r{_size(p.done)} / {_size(p.total)}  {p.speed_bps / 1024**2:.1f} MiB/s  ETA {eta}" + (
+            done, total = format_bytes(p.done), format_bytes(p.total)
+            line = f"\r{done} / {total}  {p.speed_bps / 1024**2:.1f} MiB/s  ETA {eta}" + (
                 "  (stalled, retrying)" if p.stalled else ""
             )
             print(line.ljust(72), end="", file=sys.stderr, flush=True)

@@ -79,10 +79,6 @@ class Settings:
     """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
     export_folder: str = ""  # where the last export went; the export dialog starts there
 
-    def llama_gpu_layers(self) -> int | Literal["auto", "all"]:
-        """``gpu_layers`` as ``LlamaEngine(n_gpu_layers=...)`` takes it: "none" is 0 layers."""
-        return 0 if self.gpu_layers == "none" else self.gpu_layers
-
     def add_recent_database(self, path: str | os.PathLike[str]) -> None:
         """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""
         text = str(path)

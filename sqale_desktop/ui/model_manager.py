@@ -40,13 +40,13 @@ from sqale_desktop.core.models.catalog import (
 )
 from sqale_desktop.core.models.convert.quantize import DEFAULT_QUANT, QUANT_TYPES
 from sqale_desktop.core.models.registry import ModelRecord, Registry
+from sqale_desktop.core.units import format_bytes
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
 
 def _size(n: int | None) -> str:
-    if not n:
-        return "?"
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+    """A size for the table; 0 is a size not known yet (a listing without sizes), like None."""
+    return format_bytes(n or None)
 
 
 class ModelManagerDialog(QDialog):

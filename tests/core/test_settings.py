@@ -89,13 +89,6 @@ def test_saved_file_has_no_secret_fields() -> None:
     assert not list(path.parent.glob(".settings-*"))
 
 
-def test_gpu_layers_as_the_llama_engine_takes_them() -> None:
-    assert Settings(gpu_layers="none").llama_gpu_layers() == 0
-    assert Settings(gpu_layers="auto").llama_gpu_layers() == "auto"
-    assert Settings(gpu_layers="all").llama_gpu_layers() == "all"
-    assert Settings(gpu_layers=12).llama_gpu_layers() == 12
-
-
 def _load_with(values: dict[str, object]) -> settings.LoadResult:
     settings.settings_path().write_text(json.dumps({"schema_version": 1, **values}))
     return settings.load()

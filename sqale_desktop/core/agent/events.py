@@ -1,7 +1,8 @@
 """Typed events of an episode and the finished episode itself.
 
 The episode loop is a generator of these events (like llm's agent loop): the CLI prints them, the
-Qt worker re-emits them as signals, tests collect them.  Everything here is plain data.
+window's agent worker appends them to a queue that the UI thread drains on a timer (not one Qt
+signal per event: see ``ui/agent_runner.py``), tests collect them.  Everything here is plain data.
 """
 
 from __future__ import annotations

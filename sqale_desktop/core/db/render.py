@@ -1,4 +1,7 @@
-"""The one place where a SQLite value becomes text, for the model and for people.
+"""Where a SQLite value becomes text for the model's tool outputs and the window's grid cells.
+
+Not yet the only place: the file exporters (``core/export_formats.py``), the CLI's ``query``
+writers and the evaluation harness each still write BLOBs their own way (issue 11, "one exporter").
 
 The model was trained on tool outputs written by Python's ``str()``: NULL read ``None`` and floats
 read like ``12.037037037037036`` or ``1.0`` (Python's shortest round-trip repr, which is also what

@@ -163,7 +163,11 @@ def metadata(shape: Qwen35Shape) -> dict[str, Any]:
 
 
 def apply_metadata(writer: Any, shape: Qwen35Shape, *, block_count: int | None = None) -> None:
-    """Write ``metadata(shape)`` through a ``gguf.GGUFWriter`` created with ``arch="qwen35"``.
+    """Write the pairs :func:`metadata` lists through a ``gguf.GGUFWriter`` made with ``arch="qwen35"``.
+
+    The writer's typed ``add_*`` helpers are called one by one rather than looping over
+    ``metadata(shape)``, because they pick each value's GGUF type (uint32, float32, arrays); the two
+    lists are kept in step by tests/core/engines/test_qwen35_layout.py.
 
     ``block_count`` overrides the trunk's layer count when the file carries more blocks (the
     converter appends the multi-token-prediction block after the trunk).

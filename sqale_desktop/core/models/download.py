@@ -44,6 +44,7 @@ from sqale_desktop.core.models.errors import (
 )
 from sqale_desktop.core.models.files import git_blob_sha1, require_gguf, sha256_file
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
+from sqale_desktop.core.units import format_bytes
 
 Phase = Literal["metadata", "download", "verify", "extras", "done"]
 DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
@@ -280,7 +281,8 @@ def _check_space(cpaths: hubcache.CachePaths, size: int, opts: DownloadOptions) 
     free = opts.disk_usage(str(probe)).free
     if free < needed:
         raise NotEnoughDiskSpace(
-            f"Not enough disk space: {_gib(needed)} needed in {probe}, {_gib(free)} free. "
+            f"Not enough disk space: {format_bytes(needed, 'GiB')} needed in {probe}, "
+            f"{format_bytes(free, 'GiB')} free. "
             "Free some space (or set HF_HUB_CACHE to another disk) and try again."
         )
 
@@ -414,13 +416,8 @@ def _verify(
 def _kept_message(cpaths: hubcache.CachePaths, remote: hub.RemoteFile, head: str) -> str:
     have = cpaths.partial.stat().st_size if cpaths.partial.exists() else 0
     return (
-        f"{head}. {_mib(have)} of {_mib(remote.size)} are kept; downloading again resumes where it stopped."
+        f"{head}. {format_bytes(have, 'MiB')} of {format_bytes(remote.size, 'MiB')} are kept; "
+        "downloading again resumes where it stopped."
     )
 
 
-def _gib(n: int) -> str:
-    return f"{n / 1024**3:.2f} GiB"
-
-
-def _mib(n: int) -> str:
-    return f"{n / 1024**2:.1f} MiB"

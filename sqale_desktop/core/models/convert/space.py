@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqale_desktop.core.models.errors import NotEnoughDiskSpace
+from sqale_desktop.core.units import format_bytes
 
 DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 
@@ -28,8 +29,8 @@ def check_space(needs: dict[Path, int], margin: int, disk_usage: DiskUsage = shu
         free = disk_usage(str(path)).free
         if free < total + margin:
             raise NotEnoughDiskSpace(
-                f"Converting needs {_gib(total + margin)} free on the disk holding {path}, "
-                f"but only {_gib(free)} is free."
+                f"Converting needs {format_bytes(total + margin, 'GiB')} free on the disk holding {path}, "
+                f"but only {format_bytes(free, 'GiB')} is free."
             )
 
 
@@ -40,5 +41,3 @@ def _existing_parent(path: Path) -> Path:
     return Path(path.anchor or ".")
 
 
-def _gib(n: int) -> str:
-    return f"{n / 2**30:.2f} GiB"
