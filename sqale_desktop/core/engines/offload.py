@@ -297,12 +297,23 @@ class BufferReport:
         """Device memory, not host memory (``CPU``, ``CPU_Mapped``, ``CPU_REPACK``, ``Vulkan_Host``)."""
         return not buffer.upper().startswith("CPU") and not buffer.endswith("_Host")
 
-    def device_bytes(self) -> int:
-        return sum(size for buffer, _what, size in self.buffers if self.on_device(buffer))
+    def device_bytes(self, holding: frozenset[str] | None = None) -> int:
+        """Bytes on devices, of every buffer or only those holding ``{"model", "KV", "RS", ...}``.
+
+        Even with no layers offloaded a GPU build keeps a small compute buffer on the device
+        (llama.cpp runs large batched matrix products there).
+        """
+        return sum(
+            size
+            for buffer, what, size in self.buffers
+            if self.on_device(buffer) and (holding is None or what in holding)
+        )
 
     def device_names(self) -> list[str]:
         return sorted({buffer for buffer, _what, _size in self.buffers if self.on_device(buffer)})
 
+
+WEIGHTS_AND_CACHES = frozenset({"model", "KV", "RS"})
 
 _capture_lock = threading.RLock()
 _active: list[BufferReport] = []
