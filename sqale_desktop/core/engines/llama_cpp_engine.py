@@ -261,7 +261,8 @@ class LlamaEngine:
         if self.gpu_layers and report.buffers and not report.device_bytes(frozenset({"model"})):
             # llama.cpp falls back to host memory for weights a device buffer cannot take; then
             # nothing was offloaded whatever n_gpu_layers said, and the status line must not claim it.
-            self.notes.append(f"llama.cpp kept all weights in host memory (asked for {self.gpu_layers} GPU layers)")
+            asked = self.gpu_layers
+            self.notes.append(f"llama.cpp kept all weights in host memory (asked for {asked} GPU layers)")
             self.gpu_layers = 0
         self.offload_device = device if self.gpu_layers else None
         self.offload_failed = bool(errors)
