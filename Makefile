@@ -18,7 +18,7 @@ WHEEL_DIR := $(WHEEL_CACHE)/$(WHEEL_KEY)
 # GPU backends: what each needs to build (Debian package names; README "GPU offload" lists the
 # others).  The Vulkan wheel is also what `make gpu-test` runs on Mesa's software Vulkan driver
 # (lavapipe), so every offload code path runs for real on a machine without a GPU.
-VULKAN_BUILD_DEPS := libvulkan-dev glslc
+VULKAN_BUILD_DEPS := libvulkan-dev glslc spirv-headers
 VULKAN_RUN_DEPS := mesa-vulkan-drivers
 VULKAN_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_VULKAN=on
 VULKAN_KEY := $(shell printf '%s' "llama-cpp-python==$(LLAMA_VERSION)|$(VULKAN_CMAKE_ARGS)" | sha256sum | cut -c1-16)
