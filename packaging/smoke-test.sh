@@ -116,6 +116,23 @@ grep -q '^MimeType=application/vnd.sqlite3;' "$L/share/applications/sqale-deskto
 if command -v desktop-file-validate >/dev/null; then
     desktop-file-validate "$L/share/applications/sqale-desktop.desktop"
 fi
+if [ -f "$L/share/mime/mime.cache" ]; then
+    # What a desktop sees (Qt reads the same shared-mime-info database as GLib): SQLite files by
+    # name (.sqlite, .sqlite3, .db3, even empty or unreadable) and by content (.db), all of the
+    # type the desktop entry claims.
+    : > "$WORK/empty.sqlite"; : > "$WORK/empty.sqlite3"; head -c 64 /dev/urandom > "$WORK/noise.db3"
+    cp "$CHINOOK" "$WORK/content.db"
+    types=$(XDG_DATA_HOME="$L/share" XDG_DATA_DIRS=/usr/share QT_QPA_PLATFORM=offscreen "$PY" -c '
+import sys
+from PySide6.QtCore import QMimeDatabase
+print(" ".join(QMimeDatabase().mimeTypeForFile(f).name() for f in sys.argv[1:]))' \
+        "$WORK/empty.sqlite" "$WORK/empty.sqlite3" "$WORK/noise.db3" "$WORK/content.db")
+    [ "$types" = "application/vnd.sqlite3 application/vnd.sqlite3 application/vnd.sqlite3 application/vnd.sqlite3" ] ||
+        fail "MIME types after install: $types"
+    echo "   | .sqlite .sqlite3 .db3 .db -> application/vnd.sqlite3"
+else
+    echo "   | update-mime-database not installed (shared-mime-info): MIME types not checked"
+fi
 ready=$(window_tabs "${IENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$L/bin/sqale-desktop" "$CHINOOK")
 echo "   | $ready"
 grep -q "\"tabs\": \[\"$CHINOOK\"\]" <<<"$ready" || fail "the installed launcher did not open chinook: $ready"

@@ -33,8 +33,14 @@ def test_database_paths_open_the_window(commands: set[str], tmp_path: Path) -> N
 
 def test_subcommands_and_options_go_to_argparse(commands: set[str]) -> None:
     assert {"ask", "query", "tool", "models"} <= commands
-    for args in (["query", "--db", "x.sqlite", "SELECT 1"], ["models", "list"], ["ask"], ["--help"],
-                 ["--version"], ["x.sqlite", "--bogus"]):
+    for args in (
+        ["query", "--db", "x.sqlite", "SELECT 1"],
+        ["models", "list"],
+        ["ask"],
+        ["--help"],
+        ["--version"],
+        ["x.sqlite", "--bogus"],
+    ):
         assert cli.launch_files(args, commands) is None, args
 
 
@@ -75,7 +81,10 @@ def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_help_lists_the_file_usage_next_to_the_commands() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "sqale_desktop", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -86,8 +95,11 @@ def test_help_lists_the_file_usage_next_to_the_commands() -> None:
 
 def test_an_unknown_option_is_still_a_usage_error() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", "--no-such-option"], cwd=REPO_ROOT, capture_output=True,
-        text=True, check=False,
+        [sys.executable, "-m", "sqale_desktop", "--no-such-option"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr

@@ -111,7 +111,9 @@ def test_launch_files_open_in_tabs_and_a_bad_one_gets_the_open_message(
     assert any("missing.sqlite" in e for e in opener.errors)
     # Ctrl+O's banner and wording, shown again after the good files' tabs opened (which hide it).
     assert sorted(m.split(":")[0] for m in opener.messages) == [
-        "Could not open missing.sqlite", "Could not open notes.db"]
+        "Could not open missing.sqlite",
+        "Could not open notes.db",
+    ]
     assert window.banner.isVisible()
     assert sorted(window.banner_label.text().splitlines()) == sorted(opener.messages)
     assert window.shutdown()
@@ -130,7 +132,11 @@ def test_the_command_line_opens_a_file_and_the_quit_hook_reports_its_tabs(chinoo
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **{QUIT_AFTER_SHOWN_ENV: "1"})
     done = subprocess.run(
         [sys.executable, "-m", "sqale_desktop", str(chinook)],
-        capture_output=True, text=True, timeout=120, check=False, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

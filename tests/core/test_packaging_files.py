@@ -1,0 +1,87 @@
+"""The packaging files say what the issue asks of them (the built package is checked by
+packaging/smoke-test.sh in CI; these catch a broken edit without a build)."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SQLITE_TYPES = {"application/vnd.sqlite3", "application/x-sqlite3"}  # shared-mime-info's names
+
+
+def test_the_desktop_entry_opens_several_files_of_the_sqlite_types() -> None:
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str  # keep the keys as written (Exec, not exec)
+    entry.read(REPO / "resources" / "sqale-desktop.desktop", encoding="utf-8")
+    section = entry["Desktop Entry"]
+    assert section["Exec"] == "sqale-desktop %F"  # %F: several files; %f would drop all but one
+    assert section["TryExec"] == "sqale-desktop"
+    assert set(filter(None, section["MimeType"].split(";"))) == SQLITE_TYPES
+    assert section["Icon"] == "sqale-desktop"
+
+
+def test_the_mime_package_adds_globs_to_the_sqlite_type() -> None:
+    ns = {"m": "http://www.freedesktop.org/standards/shared-mime-info"}
+    root = ET.parse(REPO / "packaging" / "linux" / "sqale-desktop-mime.xml").getroot()
+    (mime,) = root.findall("m:mime-type", ns)
+    assert mime.get("type") == "application/vnd.sqlite3"
+    assert {g.get("pattern") for g in mime.findall("m:glob", ns)} == {"*.sqlite", "*.db3"}
+
+
+def test_the_spec_leaves_out_the_test_only_packages() -> None:
+    tree = ast.parse((REPO / "packaging" / "sqale-desktop.spec").read_text(encoding="utf-8"))
+    excludes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "excludes" for t in node.targets):
+            assert isinstance(node.value, ast.List)
+            excludes = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    assert {"torch", "transformers", "tokenizers", "pytest", "hypothesis"} <= excludes
+
+
+def test_the_shell_scripts_parse() -> None:
+    for script, shell in (("linux/install.sh", "sh"), ("build-linux.sh", "bash"), ("smoke-test.sh", "bash")):
+        path = REPO / "packaging" / script
+        done = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (script, done.stderr)
+
+
+def test_install_sh_installs_into_a_home_and_uninstalls(tmp_path: Path) -> None:
+    """install.sh on a stand-in folder (a script in place of the frozen program)."""
+    app = tmp_path / "unpacked" / "sqale-desktop"
+    resources = app / "_internal" / "resources"
+    resources.mkdir(parents=True)
+    for name in ("sqale-desktop.desktop", "sqale-desktop.svg"):
+        (resources / name).write_bytes((REPO / "resources" / name).read_bytes())
+    mime_xml = REPO / "packaging" / "linux" / "sqale-desktop-mime.xml"
+    (resources / "sqale-desktop-mime.xml").write_bytes(mime_xml.read_bytes())
+    program = app / "sqale-desktop"
+    program.write_text('#!/bin/sh\necho "opened $*"\n', encoding="utf-8")
+    program.chmod(0o755)
+    (app / "install.sh").write_bytes((REPO / "packaging" / "linux" / "install.sh").read_bytes())
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def install(*args: str) -> str:
+        command = ["sh", str(app / "install.sh"), *args]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "installed" in install()
+    local = home / ".local"
+    launcher = local / "bin" / "sqale-desktop"
+    opened = subprocess.run([str(launcher), "a.sqlite", "b.db"], capture_output=True, text=True, check=True)
+    assert opened.stdout == "opened a.sqlite b.db\n"
+    desktop = (local / "share" / "applications" / "sqale-desktop.desktop").read_text(encoding="utf-8")
+    assert f"Exec={launcher} %F\n" in desktop and f"TryExec={launcher}\n" in desktop
+    assert (local / "share" / "icons" / "hicolor" / "scalable" / "apps" / "sqale-desktop.svg").is_file()
+    assert (local / "share" / "mime" / "packages" / "sqale-desktop.xml").is_file()
+    assert not (local / "lib" / "sqale-desktop" / "install.sh").exists()
+    assert "installed" in install()  # a second install replaces the first
+    assert "removed" in install("--uninstall")
+    assert [p for p in local.rglob("*sqale-desktop*") if p.exists()] == []
