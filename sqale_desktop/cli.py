@@ -93,8 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     files = launch_files(args_list, command_names(parser))
     if files is not None:
-        from sqale_desktop.ui.app import run_app
-
+        try:
+            from sqale_desktop.ui.app import run_app
+        except ImportError as exc:  # a headless install (no PySide6): say so, no traceback
+            if not (exc.name or "").startswith(("PySide6", "shiboken6")):
+                raise  # one of our own modules is broken: that traceback is needed
+            print(
+                f"sqale-desktop: the desktop app cannot start ({exc}); the commands work without it "
+                "(sqale-desktop --help)",
+                file=sys.stderr,
+            )
+            return 1
         return run_app(files=[Path(f) for f in files])
     args = parser.parse_args(args_list)
     if args.command is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -102,4 +103,32 @@ def test_an_unknown_option_is_still_a_usage_error() -> None:
         check=False,
     )
     assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+
+
+def test_without_pyside6_a_file_argument_says_the_window_cannot_start(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+
+        class BlockQt:
+            def find_spec(self, name, path=None, target=None):
+                if name == "PySide6" or name.startswith("PySide6."):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                return None
+
+        sys.meta_path.insert(0, BlockQt())
+        from sqale_desktop.cli import main
+        raise SystemExit(main(sys.argv[1:]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "shop.sqlite")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("sqale-desktop: the desktop app cannot start")
     assert "Traceback" not in done.stderr
