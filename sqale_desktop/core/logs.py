@@ -54,6 +54,15 @@ class _CurrentStderr(logging.StreamHandler[TextIO]):
         pass
 
 
+class _NoTraceback(logging.Formatter):
+    """The terminal's lines: a traceback goes to the file only (Python prints an uncaught one itself)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        plain = logging.makeLogRecord(record.__dict__)
+        plain.exc_info = plain.exc_text = plain.stack_info = None
+        return super().format(plain)
+
+
 def log_file() -> Path:
     """Where the log is written (the folder is created)."""
     return paths.log_dir() / LOG_FILE
@@ -74,7 +83,7 @@ def configure(verbose: bool = False) -> Path:
     file_handler.setFormatter(logging.Formatter(FILE_FORMAT))
     console = _CurrentStderr()
     console.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    console.setFormatter(logging.Formatter(CONSOLE_VERBOSE_FORMAT if verbose else "%(message)s"))
+    console.setFormatter(_NoTraceback(CONSOLE_VERBOSE_FORMAT if verbose else "%(message)s"))
     root = logging.getLogger()
     with _lock:
         _remove_installed(root)
