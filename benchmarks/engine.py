@@ -20,7 +20,14 @@ Figures (ONE JSON object on the last line):
   ratio from what the two loops actually do differently: their per-token time outside
   ``llama_decode`` (``outside_decode_ms_per_token``) added to the measured decode time;
 - ``cancel_ms``: from ``cancel.set()`` on another thread to ``generate`` returning, while decoding
-  and while prefilling a long turn (target <= 200 ms).
+  and while prefilling a long turn (target <= 200 ms);
+- ``decode_loaded_ratio``: the engine's decode rate with one busy background process over its
+  rate without (target >= 0.4 on 2 cores), and ``idle_decode_ratio_vs_best``: the engine's
+  setting (passive waiting, one thread per core) idle, over the best (policy, threads) of an
+  idle sweep, each in a fresh process (target >= 0.95).  On a machine shared with other work
+  "idle" is only as idle as the others leave it.
+- ``--policy-sweep``: decode and prefill for threads 1..cores x wait policies x 0, 1 and 2 busy
+  background processes (``decode_probe.py`` in a fresh process each).
 
     .venv/bin/python benchmarks/engine.py [--quick] [--threads N] [--model GGUF]
 """
@@ -29,7 +36,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -38,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
+from sqale_desktop.core.engines import thread_policy
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
@@ -277,12 +287,90 @@ def cancel_latency(engine: LlamaEngine, prompt: str, during: str, delay_s: float
     return round(latency, 1)
 
 
+# -- busy computer: threads x wait policy x background load -------------------------------------
+
+# Wait policies compared by ``--policy-sweep`` (each in a fresh process: libgomp reads them once).
+POLICIES: dict[str, dict[str, str]] = {
+    "openmp-default": {},
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "spincount-0": {"GOMP_SPINCOUNT": "0"},
+    "spincount-10k": {"GOMP_SPINCOUNT": "10000"},
+    "spincount-100k": {"GOMP_SPINCOUNT": "100000"},
+}
+# Imports llama_cpp only, so the engine module's own policy defaults stay out of the comparison.
+PROBE = Path(__file__).with_name("decode_probe.py")
+
+
+def _busy() -> subprocess.Popen[bytes]:
+    """A background process keeping one core busy (a browser tab, an IDE indexing)."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def policy_sweep(path: Path, cores: int, loads: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
+    """Every (policy, threads) under 0, 1 and 2 busy background processes, each in a fresh process.
+
+    Load levels are the outer loop and policies are interleaved inside it, so a change in what
+    the other users of the machine do hits all settings of a level alike.
+    """
+    results: dict[str, Any] = {}
+    for load in loads:
+        hogs = [_busy() for _ in range(load)]
+        try:
+            time.sleep(0.5)
+            for name, env in POLICIES.items():
+                for threads in range(1, cores + 1):
+                    child_env = {
+                        k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                    }
+                    child_env.update(env)
+                    out = subprocess.run(
+                        [sys.executable, str(PROBE), str(path), str(threads)],
+                        env=child_env, capture_output=True, text=True, check=True, timeout=300,
+                    )  # fmt: skip
+                    figures = json.loads(out.stdout.strip().splitlines()[-1])
+                    results.setdefault(f"{name}/t{threads}", {})[f"load{load}"] = figures
+                    print(f"load {load} {name:15s} threads {threads}: {figures}", flush=True)
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+    return results
+
+
+def summarize_sweep(results: dict[str, Any]) -> dict[str, Any]:
+    """Idle decode vs the best idle setting, and decode under one busy process vs its own idle."""
+    best_idle = max(r["load0"]["decode_tok_s"] for r in results.values())
+    summary: dict[str, Any] = {}
+    for key, r in results.items():
+        idle = r["load0"]["decode_tok_s"]
+        entry = {"idle_ratio_vs_best": round(idle / best_idle, 3)}
+        for load in ("load1", "load2"):
+            if load in r:
+                entry[f"decode_{load}_ratio"] = round(r[load]["decode_tok_s"] / idle, 3)
+        summary[key] = entry
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small qwen35 shape, fewer tokens (< 1 minute)")
     parser.add_argument("--threads", type=int, default=None, help="default: physical cores")
     parser.add_argument("--model", type=Path, default=None, help="measure this GGUF instead")
+    parser.add_argument(
+        "--policy-sweep",
+        action="store_true",
+        help="threads x wait policy x background load (several minutes)",
+    )
     args = parser.parse_args()
+    if args.policy_sweep:
+        path, label = benchmark_model(args.quick, args.model)
+        results = policy_sweep(path, physical_cores())
+        print(
+            json.dumps(
+                {"model": label, "sweep": results, "summary": summarize_sweep(results)}, sort_keys=True
+            )
+        )
+        return 0
 
     import llama_cpp
 
@@ -359,7 +447,30 @@ def main() -> int:
     figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
     figures["aborted_prefill_chunks"] = engine.aborted_chunks
     print(f"cancel latency ms: {figures['cancel_ms']}")
+
+    # A busy computer: the engine's own policy, idle and with one busy background process.
+    figures["wait_policy"] = thread_policy.effective()
+    idle_runs, loaded_runs = [], []
+    for _ in range(2):
+        idle_runs.append(engine_decode_run(engine, short, decode_tokens, timer).rate)
+        hog = _busy()
+        try:
+            time.sleep(0.3)
+            loaded_runs.append(engine_decode_run(engine, short, decode_tokens, timer).rate)
+        finally:
+            hog.kill()
+            hog.wait()
+    figures["decode_idle_tok_s"] = [round(r, 2) for r in idle_runs]
+    figures["decode_loaded_tok_s"] = [round(r, 2) for r in loaded_runs]
+    figures["decode_loaded_ratio"] = round(statistics.median(loaded_runs) / statistics.median(idle_runs), 3)
+    print(f"decode under one busy process / idle: {figures['decode_loaded_ratio']}")
     engine.close()
+    # Idle decode of the engine's setting (passive, one thread per core) vs the best of the sweep.
+    sweep = policy_sweep(path, physical_cores(), loads=(0,))
+    chosen = sweep[f"passive/t{physical_cores()}"]["load0"]["decode_tok_s"]
+    best = max(r["load0"]["decode_tok_s"] for r in sweep.values())
+    figures["idle_sweep_decode_tok_s"] = {k: r["load0"]["decode_tok_s"] for k, r in sweep.items()}
+    figures["idle_decode_ratio_vs_best"] = round(chosen / best, 3)
     print(json.dumps(figures, sort_keys=True))
     return 0
 

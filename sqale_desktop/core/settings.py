@@ -27,6 +27,7 @@ EngineName = Literal["llama", "openai", "replay"]
 GpuLayersMode = Literal["auto", "all", "none"]
 GpuLayers = GpuLayersMode | int
 Theme = Literal["system", "light", "dark"]
+Speculation = Literal["auto", "on", "off"]
 
 # The range of every number the user can set: checked when the file is read (a value outside it
 # falls back to its default, with a note) and used as the settings dialog's spin-box bounds, so the
@@ -48,6 +49,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
 ENGINES: tuple[str, ...] = get_args(EngineName)
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
 THEMES: tuple[str, ...] = get_args(Theme)
+SPECULATION: tuple[str, ...] = get_args(Speculation)
 
 
 @dataclass
@@ -57,7 +59,8 @@ class Settings:
     ``model_id`` is a registry id (``core.models.registry``), not a path, so a model moved or
     re-downloaded keeps its place; empty means "none chosen yet" (the catalog's default
     checkpoint, M_SynSQL, is what the model manager then offers first).  ``n_threads == 0``
-    means one thread per physical core.
+    means one thread per physical core.  ``speculation`` is prompt-lookup speculative decoding
+    in the local engine ("auto" stops drafting where it does not pay on this computer).
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -78,6 +81,7 @@ class Settings:
     open_databases: list[str] = field(default_factory=list)
     """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
     export_folder: str = ""  # where the last export went; the export dialog starts there
+    speculation: Speculation = "off"
 
     def add_recent_database(self, path: str | os.PathLike[str]) -> None:
         """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""
@@ -109,6 +113,8 @@ def _valid(name: str, value: Any) -> bool:
         return value in ENGINES
     if name == "theme":
         return value in THEMES
+    if name == "speculation":
+        return value in SPECULATION
     if name == "gpu_layers":
         if isinstance(value, str):
             return value in GPU_LAYER_MODES

@@ -65,7 +65,7 @@ def engine_choice(settings: Settings) -> EngineChoice:
     if record is None:
         return EngineChoice(None, "no model installed", _sampling(settings, AgentProtocol()))
     protocol = load_protocol(record.model_dir)
-    path, n_ctx, threads = record.path, settings.n_ctx, settings.n_threads
+    path, n_ctx, threads, speculation = record.path, settings.n_ctx, settings.n_threads, settings.speculation
     layers: int | Literal["auto", "all"] = 0 if settings.gpu_layers == "none" else settings.gpu_layers
 
     def local() -> Engine:
@@ -78,7 +78,11 @@ def engine_choice(settings: Settings) -> EngineChoice:
             info = None  # the engine's own load reports what is wrong with the file
         # Never more context than the model was trained for (the window says so when it clamps).
         engine = LlamaEngine(
-            path, n_ctx=effective_n_ctx(info, n_ctx), n_gpu_layers=layers, n_threads=threads or None
+            path,
+            n_ctx=effective_n_ctx(info, n_ctx),
+            n_gpu_layers=layers,
+            n_threads=threads or None,
+            speculation=speculation,
         )
         engine.load(progress=LOAD_PROGRESS.get())  # on the agent thread; the status bar shows it
         loaded: Engine = engine

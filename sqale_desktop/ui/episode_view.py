@@ -216,7 +216,9 @@ class EpisodeView(QFrame):
             view = self._turn(event.turn)
             # A replay's speed means nothing: the recording shows token counts only.
             speed = "" if self.recording else f", {event.tokens_per_second:.1f} tok/s"
-            view.finish(f"{event.completion_tokens} tokens{speed}")
+            kept, drafted = event.accepted_tokens, event.drafted_tokens
+            drafts = f", {kept}/{drafted} drafted kept" if drafted else ""
+            view.finish(f"{event.completion_tokens} tokens{speed}{drafts}")
             budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
             if event.completion_tokens >= budget:
                 view.add_note(cut_note(budget))

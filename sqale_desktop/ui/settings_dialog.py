@@ -115,8 +115,22 @@ class SettingsDialog(QDialog):
         gpu_layout.addWidget(self.gpu_layers)
         form.addRow("GPU layers", gpu_row)
 
-        self.threads = _int("n_threads", settings.n_threads, special="One per core")
+        self.threads = _int("n_threads", settings.n_threads, special="Automatic (one per core)")
+        self.threads.setToolTip(
+            "Automatic uses one thread per physical core, which benchmarks/engine.py --policy-sweep "
+            "found fastest here, idle or busy (threads sleep instead of spinning while they wait)."
+        )
         form.addRow("CPU threads", self.threads)
+        self.speculation = QComboBox(self)
+        for key, label in (("auto", "Automatic"), ("on", "On"), ("off", "Off")):
+            self.speculation.addItem(label, key)
+        self.speculation.setCurrentIndex(self.speculation.findData(settings.speculation))
+        self.speculation.setToolTip(
+            "Speculative decoding: proposes text the episode already contains (table and column "
+            "names, values, SQL) and checks it in one pass, without changing what the model writes. "
+            "Automatic stops proposing where it does not pay on this computer."
+        )
+        form.addRow("Speculative decoding", self.speculation)
         self.n_ctx = _int("n_ctx", settings.n_ctx, 1024)
         form.addRow("Context (tokens)", self.n_ctx)
         self.temperature = _double("temperature", settings.temperature, 0.05)
@@ -161,7 +175,7 @@ class SettingsDialog(QDialog):
         server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key)
         for widget in server_widgets:
             widget.setEnabled(server)
-        local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.threads)
+        local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.threads, self.speculation)
         for widget in local_widgets:
             widget.setEnabled(not server)
         self.gpu_layers.setEnabled(not server and self.gpu_mode.currentData() == "count")
@@ -208,4 +222,5 @@ class SettingsDialog(QDialog):
             query_time_limit_s=round(self.time_limit.value(), 3),
             max_rows=self.max_rows.value(),
             theme=self.theme.currentData(),
+            speculation=self.speculation.currentData(),
         )

@@ -64,6 +64,9 @@ class TurnFinished:
     completion_tokens: int
     seconds: float
     tokens_per_second: float
+    # Speculative decoding: tokens proposed by the drafter and how many the model kept.
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
 
 
 @dataclass(frozen=True)

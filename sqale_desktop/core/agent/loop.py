@@ -304,6 +304,7 @@ class _Run:
         splitter = PhaseSplitter(self.starts_in_think)
         parts: list[str] = []
         tokens_before = session.stats.completion_tokens
+        drafted_before, accepted_before = session.stats.drafted_tokens, session.stats.accepted_tokens
         started = clock()
         stream = session.generate(max_tokens, self.protocol.sampling, cancel)
         try:
@@ -334,6 +335,8 @@ class _Run:
             completion_tokens=record.completion_tokens,
             seconds=seconds,
             tokens_per_second=record.completion_tokens / seconds if seconds > 0 else 0.0,
+            drafted_tokens=session.stats.drafted_tokens - drafted_before,
+            accepted_tokens=session.stats.accepted_tokens - accepted_before,
         )
         return record
 

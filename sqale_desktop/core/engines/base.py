@@ -55,7 +55,9 @@ class EngineStats:
 
     ``prompt_tokens`` is the length of the whole episode prompt so far (completions included);
     ``evaluated_tokens`` counts tokens the model actually ran through (prefill and decode), so a
-    perfect cache gives ``evaluated_tokens`` close to ``prompt_tokens``.
+    perfect cache gives ``evaluated_tokens`` close to ``prompt_tokens``.  With speculative
+    decoding, ``drafted_tokens`` were proposed and checked, ``accepted_tokens`` of them kept;
+    rejected drafts are rolled back out of memory and not counted as evaluated.
     """
 
     prompt_tokens: int = 0
@@ -63,6 +65,8 @@ class EngineStats:
     evaluated_tokens: int = 0
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
 
 
 class EngineSession(Protocol):

@@ -25,6 +25,62 @@ abort: a cancel loses at most the chunk it interrupted.
 Across episodes: every episode starts with the same system turn, so the state right after its
 ``<|im_end|>`` is snapshotted once and restored when a new session starts with the same ids
 (``LlamaSession.reused_tokens`` counts them; they are not in ``evaluated_tokens``).
+
+Threads and waiting: ``thread_policy`` makes OpenMP threads sleep at barriers instead of
+spinning (set on import of this module, before llama.cpp loads), so decoding holds up when
+another process takes a core; see that module for the measurements.
+
+Speculative decoding (``speculation="on"``/``"auto"``): an n-gram drafter over the episode's own
+ids (``ngram_draft``) proposes up to k tokens; the pending sampled token and the draft are
+evaluated in ONE ``llama_decode`` with logits at every position (``verify_draft``); exact
+speculative sampling (``speculative``) accepts a prefix and draws one more token, so the output
+has the sampler chain's distribution, and greedy output is the plain greedy output.  Flash
+attention is turned on for such engines: without it llama.cpp's CPU attention gives a token
+evaluated in a batch of three or more different logits than the same token decoded alone (up
+to 1.0 on SmolLM2, which broke greedy equality); with it SmolLM2 and the tiny qwen35 agree bit
+for bit with one thread.  With more threads and 512+ tokens in memory llama.cpp splits a single
+token's attention over the threads (``use_split_kv_path`` in ggml-cpu ``ops.cpp``) and sums in
+another order than the batched kernel: rounding-level differences that can flip a greedy
+near-tie (seen on SmolLM2 at 2 threads).  Q4_K_M weights are also multiplied by another
+kernel for batches of 4+ rows (repacked GEMM vs GEMV), so on the 2B-shaped file a verified
+token's logits differ from a decoded one's by ~0.2: the same kind of difference as between
+prefilled and decoded tokens, which the plain path already has.
+
+Rolling back after a rejection.  The hybrid model's recurrent state cannot be truncated by
+``llama_memory_seq_rm``.  Measured ways (``benchmarks/speculative.py``, 2B shape, 2 threads):
+- "snapshots": llama.cpp 0.3.36's own per-token recurrent snapshots (context parameter
+  ``n_rs_seq``, experimental, qwen35 is on its list; ``Llama`` does not expose it, see
+  ``_context_fields``).  A rejection is then a plain ``seq_rm``: 0.03 ms, no copy, no
+  re-evaluation.  Costs: the recurrent state is kept (1 + n_rs_seq) times (19 MiB each on the
+  2B shape) and each pass writes the per-token snapshots.
+- "partial-state": copy only the recurrent part of the state before each verification
+  (``llama_state_seq_get_data_ext`` with ``PARTIAL_ONLY``, constant size), and on rejection
+  restore it, drop the attention cells with ``seq_rm`` and re-evaluate the accepted tokens:
+  a rejection costs 86-126 ms, about one decode step.
+- "full-state": the same with the whole sequence state (grows with the context): 134-183 ms.
+- ``seq_cp`` to a scratch sequence was not built: it needs ``n_seq_max`` >= 2 with a unified
+  KV cache and still re-evaluates the accepted tokens on the original sequence, i.e. it costs
+  what "partial-state" costs plus a second recurrent state.
+"snapshots" is used where llama.cpp grants it (``llama_n_rs_seq`` after loading), otherwise
+"partial-state"; attention-only models simply truncate.  All three are checked against a fresh
+evaluation of the same ids in ``tests/core/engines/test_llama_speculative.py``.
+
+Does it pay here?  Not on this 2-core CPU (hence the setting's default, off): the 2B-shaped
+Q4_K_M decode is compute-bound (prefill ~57 tok/s vs decode ~8.5), so a pass over n tokens
+costs roughly n GEMV-rows of compute except in 4-row GEMM groups.  Measured pass over 4 tokens
+(3 drafts + pending) 1.6-3.1x a plain step, over 8 tokens 7-12x, in runs while five other
+jobs shared the two cores (plain steps swung from 83 to 300 ms between runs).  With the
+drafter's teacher-forced acceptance on the published episodes (call/SQL: 62 % of tokens
+drafted correctly, 2.3 accepted per 3-token verification) that estimates 1.05-1.9x on
+call/SQL and 0.8-1.1x on thinking text; SmolLM2 end to end measured 1.09-1.17x.  On hardware
+where decoding is memory-bound (a GPU, a wide CPU) a verification costs about one step and
+the same drafts pay in full.
+Invariants kept: memory always holds the history minus its final sampled token; a
+verification's tokens are emitted as a unit (Stop is honoured between units, and a
+verification is never aborted midway), budgets cap the draft so a turn ends at exactly the
+same token count, an end-of-generation token inside accepted drafts ends the turn there,
+unevaluated.  ``evaluated_tokens`` counts tokens kept in memory; ``drafted_tokens`` and
+``accepted_tokens`` say how drafting went.
 """
 
 from __future__ import annotations
@@ -39,7 +95,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sqale_desktop.core.engines import offload
+import numpy as np
+
+from sqale_desktop.core.engines import offload, speculative, thread_policy
 from sqale_desktop.core.engines.base import (
     EngineError,
     EngineInfo,
@@ -49,8 +107,15 @@ from sqale_desktop.core.engines.base import (
 )
 from sqale_desktop.core.engines.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama_sampler import SamplerChain
+from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDrafter
+
+# Before llama_cpp (and libgomp) can load: nothing in this module imports it at the top.
+_POLICY_NOTE = thread_policy.apply()
 
 GpuLayers = int | Literal["auto", "all"]
+Speculation = Literal["off", "on", "auto"]
+Rollback = Literal["auto", "snapshots", "partial-state", "full-state"]
+SPECULATION_MODES: tuple[Speculation, ...] = ("off", "on", "auto")
 
 _ALL_LAYERS = -1
 # System turns shorter than this are cheaper to evaluate than to keep a snapshot of.
@@ -63,6 +128,35 @@ _READ_SHARE = 0.9
 LoadProgress = Callable[[float], None]
 """Called with the fraction of loading done, 0.0 to 1.0, on the loading thread."""
 _DECODE_ABORTED = 2
+_STATE_PARTIAL_ONLY = 1  # LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: only the recurrent part of a hybrid memory
+# Draft lengths to verify: 3 drafts + the pending token fill one 4-row GEMM of llama.cpp's
+# repacked Q4_K kernels (see ngram_draft.AdaptiveDraftLength and benchmarks/speculative.py).
+DRAFT_SIZES: tuple[int, ...] = (3,)
+# Auto speculation judges a segment after this many verifications.
+_AUTO_MIN_VERIFICATIONS = 4
+
+
+@contextlib.contextmanager
+def _context_fields(module: Any, **fields: Any) -> Iterator[None]:
+    """Context parameters ``llama_cpp.Llama`` does not expose (``n_rs_seq``), set while it builds one.
+
+    ``Llama`` starts from ``llama_context_default_params()`` and overwrites only the fields it
+    knows; wrapping that function for the duration of the constructor is the one way in
+    without rebuilding the context by hand.  Loading happens on the engine's owner thread.
+    """
+    original = module.llama_context_default_params
+
+    def patched() -> Any:
+        params = original()
+        for name, value in fields.items():
+            setattr(params, name, value)
+        return params
+
+    module.llama_context_default_params = patched
+    try:
+        yield
+    finally:
+        module.llama_context_default_params = original
 
 
 def gpu_layer_attempts(
@@ -152,6 +246,9 @@ class LlamaEngine:
         n_batch: int = 512,
         verbose: bool = False,
         gpu_memory_limit: int | None = None,
+        speculation: Speculation = "off",
+        draft_sizes: tuple[int, ...] = DRAFT_SIZES,
+        rollback: Rollback = "auto",
     ) -> None:
         self.model_path = Path(model_path)
         # Device bytes "auto" may plan for, below what the device reports free (tests, shared cards).
@@ -189,6 +286,24 @@ class LlamaEngine:
         self._prefix: tuple[list[int], Any] | None = None
         self._abort_flag: threading.Event | None = None
         self._abort_cb: Any = None
+        # Speculative decoding (see LlamaSession.generate and verify_draft).
+        self.speculation: Speculation = speculation
+        self.draft_sizes = tuple(sorted({max(1, k) for k in draft_sizes})) or DRAFT_SIZES
+        self.draft_max = self.draft_sizes[-1]
+        self.requested_rollback: Rollback = rollback
+        # How rejected drafts leave memory: "truncate" (attention-only model), "snapshots"
+        # (llama.cpp's per-token recurrent snapshots, n_rs_seq), "partial-state" / "full-state"
+        # (restore a state copy, then re-evaluate the accepted tokens).
+        self.rollback_method = ""
+        self.reevaluated_tokens = 0
+        self.rollback_failures = 0
+        self.think_end: int | None = None
+        self._batch: Any = None
+        self._partial_buf: Any = None
+        # Moving average of one plain decode step (decode + sample), seconds; auto mode compares with it.
+        self.plain_step_s = 0.0
+        if _POLICY_NOTE:
+            self.notes.append(_POLICY_NOTE)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -232,10 +347,12 @@ class LlamaEngine:
         )
         rss_before, file_before = _rss_bytes()
         errors: list[str] = []
+        snapshots = self.speculation != "off" and self.requested_rollback in ("auto", "snapshots")
+        extra = {"n_rs_seq": self.draft_max} if snapshots else {}
         report = offload.BufferReport()
         for layers in attempts:
             try:
-                with offload.buffer_report() as report:
+                with offload.buffer_report() as report, _context_fields(llama_cpp.llama_cpp, **extra):
                     self._llama = llama_cpp.Llama(
                         str(self.model_path),
                         n_ctx=self.n_ctx,
@@ -244,6 +361,10 @@ class LlamaEngine:
                         n_threads=self.n_threads,
                         n_threads_batch=self.n_threads,
                         n_gpu_layers=layers,
+                        # Exactness: without flash attention, llama.cpp's CPU attention gives a
+                        # token evaluated in a batch of 3+ other logits than the same token
+                        # decoded alone (up to 1.0 on SmolLM2); with it they are bit-identical.
+                        flash_attn=self.speculation != "off",
                         verbose=self.verbose,
                     )
             except (ValueError, RuntimeError, OSError) as exc:
@@ -283,6 +404,9 @@ class LlamaEngine:
         self._bos = int(llama_cpp.llama_vocab_bos(self._vocab))
         self.im_end = self._special_id("<|im_end|>")
         self.endoftext = self._special_id("<|endoftext|>")
+        self.think_end = self._special_id("</think>")
+        self.rollback_method = self._choose_rollback()
+        self._batch = llama_cpp.llama_batch_init(self.draft_max + 1, 0, 1)
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
         self.weights_bytes = int(llama_cpp.llama_model_size(self._llama.model))
         rss_after, file_after = _rss_bytes()
@@ -294,6 +418,14 @@ class LlamaEngine:
                 f"resident after load: {grown / 2**20:.0f} MiB, of which {mapped / 2**20:.0f} MiB is the "
                 f"memory-mapped model file ({self.weights_bytes / 2**20:.0f} MiB of weights)"
             )
+
+    def _choose_rollback(self) -> str:
+        lib, model = self._lib, self._llama.model
+        if not (lib.llama_model_is_hybrid(model) or lib.llama_model_is_recurrent(model)):
+            return "truncate"
+        if int(lib.llama_n_rs_seq(self._llama.ctx)) >= self.draft_max:
+            return "snapshots"
+        return "full-state" if self.requested_rollback == "full-state" else "partial-state"
 
     def _special_id(self, text: str) -> int | None:
         ids = self._llama.tokenize(text.encode(), add_bos=False, special=True)
@@ -381,6 +513,9 @@ class LlamaEngine:
         """Free the model and context (the engine can be loaded again)."""
         with self._entered():
             if self._llama is not None:
+                if self._batch is not None:
+                    self._lib.llama_batch_free(self._batch)
+                    self._batch = None
                 self._llama.close()
                 self._llama = None
                 self._pieces = {}
@@ -548,12 +683,170 @@ class LlamaEngine:
         self._memory.logits_ready = True
         stats.evaluated_tokens += 1
 
+    def _decode_all_logits(self, tokens: list[int]) -> int:
+        """Decode ``tokens`` after what memory holds, with logits at every position."""
+        batch = self._batch
+        base = len(self._memory.tokens)
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = base + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1
+        batch.n_tokens = len(tokens)
+        return int(self._lib.llama_decode(self._llama.ctx, batch))
+
+    def _logits_row(self, i: int) -> speculative.FloatArray:
+        pointer = self._lib.llama_get_logits_ith(self._llama.ctx, i)
+        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+
+    def _partial_snapshot(self) -> Any:
+        """The recurrent part of the state only (its size does not grow with the context)."""
+        ctx = self._llama.ctx
+        size = int(self._lib.llama_state_seq_get_size_ext(ctx, 0, _STATE_PARTIAL_ONLY))
+        if self._partial_buf is None or len(self._partial_buf) != size:
+            self._partial_buf = (ctypes.c_uint8 * size)()
+        written = int(
+            self._lib.llama_state_seq_get_data_ext(ctx, self._partial_buf, size, 0, _STATE_PARTIAL_ONLY)
+        )
+        return self._partial_buf if written == size else None
+
+    def verify_draft(
+        self,
+        last: int,
+        draft: list[int],
+        params: SamplingParams,
+        rng: np.random.Generator,
+        stats: EngineStats,
+    ) -> list[int]:
+        """Evaluate ``last`` (the pending sampled token) and ``draft`` in one pass; return the tokens to emit.
+
+        The returned tokens are the accepted drafts and one sampled token, cut after an
+        end-of-generation token.  Afterwards memory holds ``last`` and every returned token but
+        the final one, exactly as if they had been decoded one by one.
+        """
+        base = list(self._memory.tokens)
+        batch = [last, *draft]
+        method = self.rollback_method
+        saved: Any = None
+        if method == "partial-state":
+            saved = self._partial_snapshot()
+        elif method == "full-state":
+            saved = self._snapshot()
+        status = self._decode_all_logits(batch)
+        if status != 0:
+            self._reset_memory()
+            raise EngineError(f"llama_decode failed ({status}) while verifying a draft")
+        rows = [self._logits_row(i) for i in range(len(batch))]
+        verdict = speculative.verify(draft, rows, params, rng)
+        emitted = verdict.tokens
+        for i, token in enumerate(emitted):
+            if self.is_eog(token):
+                emitted = emitted[: i + 1]
+                break
+        stats.drafted_tokens += len(draft)
+        stats.accepted_tokens += min(verdict.accepted, len(emitted))
+        keep = len(emitted)  # ``last`` and all emitted tokens but the final one
+        self._memory.tokens.extend(batch)
+        self._memory.logits_ready = True
+        if keep < len(batch):
+            self._roll_back(base, batch[:keep], saved)
+        stats.evaluated_tokens += keep
+        return emitted
+
+    def _roll_back(self, base: list[int], kept: list[int], saved: Any) -> None:
+        """Make memory hold ``base + kept`` after a verification evaluated more than that."""
+        lib, ctx = self._lib, self._llama.ctx
+        mem = lib.llama_get_memory(ctx)
+        target = len(base) + len(kept)
+        self._memory.logits_ready = False
+        if self.rollback_method in ("truncate", "snapshots"):
+            if lib.llama_memory_seq_rm(mem, 0, target, -1):
+                del self._memory.tokens[target:]
+                return
+        elif saved is not None:
+            if self.rollback_method == "partial-state":
+                restored = lib.llama_state_seq_set_data_ext(ctx, saved, len(saved), 0, _STATE_PARTIAL_ONLY)
+                # The recurrent state is back before the batch, so only attention cells go here.
+                ok = bool(restored) and bool(lib.llama_memory_seq_rm(mem, 0, len(base), -1))
+            else:
+                ok = bool(lib.llama_state_seq_set_data(ctx, saved, len(saved), 0))
+            if ok:
+                del self._memory.tokens[len(base) :]
+                status = self._decode(kept)
+                if status == 0:
+                    self._memory.tokens.extend(kept)
+                    self._memory.logits_ready = True
+                    self.reevaluated_tokens += len(kept)
+                    return
+        # Could not roll back: start over; the next turn re-evaluates its history (slow, correct).
+        self.rollback_failures += 1
+        self._reset_memory()
+
+    def note_plain_step(self, seconds: float) -> None:
+        """Fold one plain decode step's time into ``plain_step_s`` (what auto speculation must beat)."""
+        self.plain_step_s = seconds if self.plain_step_s <= 0 else 0.9 * self.plain_step_s + 0.1 * seconds
+
     def sample(self, chain: SamplerChain) -> int:
         token = chain.sample(self._llama.ctx)
         return token
 
     def sampler(self, params: SamplingParams) -> SamplerChain:
         return SamplerChain(params, self._n_vocab)
+
+
+class _Drafting:
+    """One turn's drafting: the episode's n-gram index, the adaptive draft length, and auto mode.
+
+    Auto mode compares, per segment (thinking, then what follows ``</think>``), the time per
+    token of the verified steps with the engine's plain decode step; once drafting has lost
+    over ``_AUTO_MIN_VERIFICATIONS`` verifications it stops for the rest of the segment.
+    Segments rather than the whole turn because thinking (which copies little) and the calls
+    after it (which copy a lot) are one completion.
+    """
+
+    def __init__(
+        self,
+        drafter: NgramDrafter,
+        length: AdaptiveDraftLength,
+        rng: np.random.Generator,
+        *,
+        auto: bool,
+        segment_end: int | None,
+    ) -> None:
+        self.drafter = drafter
+        self.length = length
+        self.rng = rng
+        self.auto = auto
+        self.segment_end = segment_end
+        self.paused = False
+        self._seconds = 0.0
+        self._tokens = 0
+        self._verifications = 0
+
+    def propose(self, history: list[int], room: int) -> list[int]:
+        if self.paused or room <= 0:
+            return []
+        draft, _ = self.drafter.propose(history, min(room, self.length.k))
+        return draft if len(draft) >= self.length.minimum else []
+
+    def record(self, drafted: int, tokens: list[int], seconds: float, engine: LlamaEngine) -> None:
+        if drafted:
+            self.length.update(drafted, len(tokens) - 1)
+            self._seconds += seconds
+            self._tokens += len(tokens)
+            self._verifications += 1
+            plain = engine.plain_step_s
+            if (
+                self.auto
+                and self._verifications >= _AUTO_MIN_VERIFICATIONS
+                and plain > 0
+                and self._seconds / self._tokens > plain
+            ):
+                self.paused = True
+        if self.segment_end is not None and self.segment_end in tokens:
+            self.paused = False
+            self._seconds, self._tokens, self._verifications = 0.0, 0, 0
 
 
 @dataclass(frozen=True)
@@ -583,6 +876,7 @@ class LlamaSession:
         self.reused_tokens = 0
         self._sampled_last = False
         self._closed = False
+        self._drafter: NgramDrafter | None = None
 
     @property
     def prompt_text(self) -> str:
@@ -620,6 +914,7 @@ class LlamaSession:
                 return
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             chain = engine.sampler(sampling)
+            drafting = self._drafting(sampling)
             started = time.perf_counter()
             try:
                 produced = 0
@@ -630,25 +925,65 @@ class LlamaSession:
                     if produced >= max_tokens or len(self.history) >= engine.n_ctx:
                         self._finish = "length"
                         break
-                    if produced:
-                        engine.decode_one(self.history[-1], self._stats)
-                    token = engine.sample(chain)
-                    produced += 1
-                    self._stats.completion_tokens += 1
-                    self._push([token])
+                    if not produced:
+                        tokens = [engine.sample(chain)]
+                    else:
+                        # A verification emits at most draft + 1 tokens: never past the budget or context.
+                        room = min(max_tokens - produced, engine.n_ctx - len(self.history)) - 1
+                        draft = drafting.propose(self.history, room) if drafting else []
+                        step = time.perf_counter()
+                        if draft:
+                            assert drafting is not None
+                            tokens = engine.verify_draft(
+                                self.history[-1], draft, sampling, drafting.rng, self._stats
+                            )
+                            if len(engine._memory.tokens) != len(self.history) + len(tokens) - 1:
+                                # A failed rollback cleared memory: rebuild it from the ids.
+                                engine.ensure_evaluated(
+                                    self.history + tokens[:-1], threading.Event(), self._stats
+                                )
+                            drafting.record(len(draft), tokens, time.perf_counter() - step, engine)
+                        else:
+                            engine.decode_one(self.history[-1], self._stats)
+                            tokens = [engine.sample(chain)]
+                            engine.note_plain_step(time.perf_counter() - step)
+                            if drafting:
+                                drafting.record(0, tokens, 0.0, engine)
+                    produced += len(tokens)
+                    self._stats.completion_tokens += len(tokens)
+                    self._push(tokens)
                     self._sampled_last = True
-                    if engine.is_eog(token):
+                    stop = engine.is_eog(tokens[-1])
+                    for piece in self._pieces[
+                        len(self._pieces) - len(tokens) : len(self._pieces) - int(stop)
+                    ]:
+                        text = decoder.decode(piece)
+                        if text:
+                            yield text
+                    if stop:
                         self._finish = "stop"
                         break
-                    text = decoder.decode(self._pieces[-1])
-                    if text:
-                        yield text
                 tail = decoder.decode(b"", final=True)
                 if tail:
                     yield tail
             finally:
                 chain.close()
                 self._stats.decode_seconds += time.perf_counter() - started
+
+    def _drafting(self, sampling: SamplingParams) -> _Drafting | None:
+        """This turn's drafting state, or None when speculation is off or cannot be exact here."""
+        engine = self._engine
+        if engine.speculation == "off" or not speculative.supported(sampling):
+            return None
+        if self._drafter is None:
+            self._drafter = NgramDrafter()
+        return _Drafting(
+            self._drafter,
+            AdaptiveDraftLength(engine.draft_max, engine.draft_max, engine.draft_sizes),
+            np.random.default_rng(sampling.seed),
+            auto=engine.speculation == "auto",
+            segment_end=engine.think_end,
+        )
 
     def checkpoint(self, cancel: threading.Event | None = None) -> Checkpoint:
         """Remember this point (right after appending a user turn) so the next turn can be regenerated.

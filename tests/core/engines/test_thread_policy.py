@@ -1,0 +1,44 @@
+"""The OpenMP wait policy is set in-process before llama.cpp loads, and a user's own choice wins."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+
+PROBE = (
+    "import os, sys\n"
+    "import sqale_desktop.core.engines.llama_cpp_engine as engine\n"
+    "assert 'llama_cpp' not in sys.modules  # the engine loads llama.cpp lazily, after the policy\n"
+    "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'), engine._POLICY_NOTE)\n"
+)
+
+
+def run_probe(**env: str) -> str:
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+    }
+    clean.update(env, PYTHONPATH=str(REPO_ROOT))
+    out = subprocess.run([sys.executable, "-c", PROBE], env=clean, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_importing_the_engine_sets_a_passive_wait_policy() -> None:
+    assert run_probe() == "PASSIVE None None"
+
+
+def test_a_users_own_wait_setting_is_kept() -> None:
+    assert run_probe(GOMP_SPINCOUNT="5000") == "None 5000 None"
+    assert run_probe(OMP_WAIT_POLICY="ACTIVE") == "ACTIVE None None"
+
+
+def test_loading_llama_cpp_first_is_reported() -> None:
+    probe = (
+        "import llama_cpp\nimport sqale_desktop.core.engines.llama_cpp_engine as e\nprint(e._POLICY_NOTE)\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    clean["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", probe], env=clean, capture_output=True, text=True, check=True)
+    assert "loaded before" in out.stdout
