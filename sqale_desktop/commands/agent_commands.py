@@ -1,9 +1,12 @@
-"""``sqale-desktop ask``: one agent episode from the shell, the same job as the model card's reference loop.
+"""``sqale-desktop ask``: one agent episode from the shell, the job of the model card's reference loop.
 
 The episode loop is the same generator the app runs; this command only decides how to print its
 events: ``--trace`` streams thinking, calls and results as they happen, ``--json`` prints the
 finished episode, and the default prints the answer and its rows.  Ctrl-C stops the episode the way
 the app's Stop button does (flag plus database interrupt) and still prints what there is.
+
+Which engine, prompt, sampling, context, GPU layers, threads, row cap and query time limit are
+decided by ``core.runtime`` from the app's settings, as in the window; flags override them.
 
 Exit status: 0 an answer was found, 1 no answer / an engine or database error / cancelled,
 2 bad usage.
@@ -12,16 +15,17 @@ Exit status: 0 an answer was found, 1 no answer / an engine or database error / 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from sqale_desktop.core.agent.events import (
@@ -35,9 +39,12 @@ from sqale_desktop.core.agent.events import (
     ToolResulted,
     TurnStarted,
 )
-from sqale_desktop.core.agent.loop import EpisodeControl, run_episode
-from sqale_desktop.core.agent.protocol import load_protocol
-from sqale_desktop.core.engines.base import Engine, EngineError
+from sqale_desktop.core.agent.loop import EpisodeControl
+from sqale_desktop.core.engines.base import EngineError
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.runtime import Runtime
+    from sqale_desktop.core.settings import Settings
 
 API_KEY_ENV = "SQALE_DESKTOP_API_KEY"
 PRINTED_ROWS = 20
@@ -79,30 +86,83 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="DIR",
         help="folder with the model's sqale_agent.py and generation_config.json (default: the GGUF's folder)",
     )
+    add_settings_flags(ask)
     ask.add_argument("--trace", action="store_true", help="print thinking, calls and results as they stream")
     ask.add_argument("--json", action="store_true", help="print the finished episode as JSON")
     ask.set_defaults(handler=run_ask)
 
 
+def add_settings_flags(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
+    """Flags over the app's settings: without them a command runs as the window would
+    (``limits``: also the query time limit and the answer's row cap)."""
+    group = parser.add_argument_group(
+        "settings", "default: the app's settings (Settings dialog), so the CLI answers as the window does"
+    )
+    group.add_argument("--temperature", type=_non_negative(float), metavar="T")
+    group.add_argument("--top-p", type=_non_negative(float), metavar="P")
+    group.add_argument("--top-k", type=_non_negative(int), metavar="K")
+    group.add_argument("--min-p", type=_non_negative(float), metavar="P")
+    group.add_argument(
+        "--n-ctx", type=_positive(int), metavar="TOKENS", help="context window of the llama engine"
+    )
+    group.add_argument(
+        "--gpu-layers", type=_gpu_layers, metavar="N|auto|all|none", help="layers offloaded to the GPU"
+    )
+    group.add_argument(
+        "--threads", type=_non_negative(int), metavar="N", help="CPU threads (0: one per core)"
+    )
+    group.add_argument(
+        "--speculation", choices=("off", "on", "auto"), help="prompt-lookup speculative decoding (llama)"
+    )
+    if not limits:
+        return
+    group.add_argument("--time-limit", type=_positive(float), metavar="SECONDS", help="per query")
+    group.add_argument("--max-rows", type=_positive(int), metavar="N", help="rows kept of the answer")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The app's settings (a note on stderr when the file was unusable) with the flags over them."""
+    from sqale_desktop.core.settings import load as load_settings
+
+    loaded = load_settings()
+    if loaded.note:
+        print(f"note: {loaded.note}", file=sys.stderr)
+    flags = {
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "top_k": "top_k",
+        "min_p": "min_p",
+        "n_ctx": "n_ctx",
+        "gpu_layers": "gpu_layers",
+        "n_threads": "threads",
+        "speculation": "speculation",
+        "query_time_limit_s": "time_limit",
+        "max_rows": "max_rows",
+    }
+    given = {field: getattr(args, flag, None) for field, flag in flags.items()}
+    return dataclasses.replace(loaded.settings, **{k: v for k, v in given.items() if v is not None})
+
+
 def run_ask(args: argparse.Namespace) -> int:
-    kind = args.engine or ("replay" if args.replay else "openai" if args.base_url else "llama")
+    settings = settings_from(args)
     try:
-        engine = _engine(kind, args)
+        runtime = _runtime(args, settings)
+        assert runtime.factory is not None  # _runtime raises _Usage otherwise
+        engine = runtime.factory()
     except _Usage as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except EngineError as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    from sqale_desktop.core.db import DatabaseError, open_readonly
-    from sqale_desktop.core.tools import ToolBox
+    from sqale_desktop.core.db import DatabaseError
 
     try:
-        db = open_readonly(args.db)
+        db = runtime.open_database(Path(args.db))
     except DatabaseError as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    protocol = load_protocol(_model_dir(args))
+    protocol = runtime.protocol
     trace_out = sys.stderr if args.json else sys.stdout
     for note in protocol.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -112,8 +172,7 @@ def run_ask(args: argparse.Namespace) -> int:
     episode: Episode | None = None
     try:
         with _stop_on_ctrl_c(control):
-            events = run_episode(args.question, db, ToolBox(db), engine, protocol, cancel=control.event)
-            for event in events:
+            for event in runtime.episode(engine, db, args.question, control.event):
                 if args.trace:
                     _trace(event, trace_out)
                 if isinstance(event, EpisodeEnded):
@@ -133,55 +192,72 @@ def run_ask(args: argparse.Namespace) -> int:
     return EXIT_OK if episode.sql and episode.ended_by not in ("cancelled", "error") else EXIT_FAILED
 
 
-def _installed_model() -> Any:
-    """The model the app would use (the settings' choice, else the first installed one)."""
-    from sqale_desktop.core.models.registry import Registry
-    from sqale_desktop.core.settings import load as load_settings
-
-    return Registry().usable(load_settings().settings.model_id)
-
-
-def _model_dir(args: argparse.Namespace) -> Path | None:
-    """Where the model's sqale_agent.py / generation_config.json are looked for."""
-    if args.model_dir:
-        return Path(args.model_dir)
-    return Path(args.model).parent if args.model else None
-
-
 class _Usage(Exception):
     """A combination of options that cannot work; the message says which."""
 
 
-def _engine(kind: str, args: argparse.Namespace) -> Engine:
-    """Build the engine; for llama without --model it fills ``args.model`` and ``args.model_dir``
-    from the installed model, so ``_model_dir`` (called afterwards) finds its sqale_agent.py."""
+def _runtime(args: argparse.Namespace, settings: Settings) -> Runtime:
+    """``core.runtime.resolve`` for the flags: the engine they name, else the settings' one."""
+    from sqale_desktop.core.runtime import ModelChoice, resolve
+
+    kind = args.engine or ("replay" if args.replay else "openai" if args.base_url else settings.engine)
+    model_dir = Path(args.model_dir) if args.model_dir else None
     if kind == "replay":
         if not args.replay:
             raise _Usage("--engine replay needs --replay FILE")
-        from sqale_desktop.core.engines.replay import ReplayEngine
-
-        return ReplayEngine.from_file(Path(args.replay))
+        return resolve(settings, ModelChoice("replay", model_dir=model_dir, replay=Path(args.replay)))
     if kind == "openai":
-        if not args.base_url:
-            raise _Usage("--engine openai needs --base-url URL")
-        from sqale_desktop.core.engines.openai_http import OpenAIEngine
-
-        return OpenAIEngine(args.base_url, api_key=_api_key(), model=args.server_model)
-    if not args.model:
-        record = _installed_model()
-        if record is None:
-            raise _Usage(
-                "--engine llama needs --model GGUF_PATH, or an installed model "
-                "(sqale-desktop models download / import); or use --base-url / --replay"
-            )
-        args.model = record.path
-        if not args.model_dir:
-            args.model_dir = str(record.model_dir)
-    if not Path(args.model).is_file():
+        if not args.base_url and settings.engine != "openai":
+            raise _Usage("--engine openai needs --base-url URL (or a server chosen in the settings)")
+        choice = ModelChoice(
+            "openai", model_dir=model_dir, base_url=args.base_url, server_model=args.server_model,
+            api_key=_api_key(),
+        )  # fmt: skip
+        return resolve(settings, choice)
+    if args.model and not Path(args.model).is_file():
         raise _Usage(f"no model file at {args.model}")
-    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+    model = Path(args.model) if args.model else None
+    runtime = resolve(settings, ModelChoice("llama", model_path=model, model_dir=model_dir))
+    if runtime.factory is None:
+        raise _Usage(
+            "--engine llama needs --model GGUF_PATH, or an installed model "
+            "(sqale-desktop models download / import); or use --base-url / --replay"
+        )
+    return runtime
 
-    return LlamaEngine(args.model, n_ctx=16384, n_gpu_layers="auto", n_threads=None)
+
+def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its message
+    return parse
+
+
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0: {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _gpu_layers(text: str) -> int | str:
+    if text in ("auto", "all", "none"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"auto, all, none or a number of layers, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
 
 
 def _api_key() -> str | None:

@@ -20,12 +20,10 @@ from types import FrameType
 from typing import Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands.agent_commands import add_settings_flags
 
 FORMAT_CHOICES = ("plain", "spider", "bird", "sqale")
 METRIC_CHOICES = ("sqale", "spider", "bird")
-
-
-DEFAULT_LLAMA_CTX = 16384
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -108,6 +106,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="model parameters for the TFLOPs estimate (default: from the GGUF; unknown for servers)",
     )
+    add_settings_flags(p, limits=False)
     p.set_defaults(handler=run_run)
 
     p = sub.add_parser(
@@ -268,9 +267,16 @@ def _run_dir(args: argparse.Namespace) -> Path:
 
 
 def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
-    """The per-episode engine chooser, what run.json says about the engine, and the protocol."""
-    from sqale_desktop.core.agent.protocol import load_protocol
+    """The per-episode engine chooser, what run.json says about the engine, and the protocol.
 
+    Engines and protocol come from ``core.runtime`` over the app's settings (sampling, context,
+    GPU layers, threads) and the flags, as for ``ask`` and the window.
+    """
+    from sqale_desktop.commands.agent_commands import settings_from
+    from sqale_desktop.core.runtime import ModelChoice, resolve
+
+    settings = settings_from(args)
+    model_dir = Path(args.model_dir) if args.model_dir else None
     facts: dict[str, Any] = {"kind": kind}
     if kind == "replay":
         from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for
@@ -280,49 +286,39 @@ def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], 
         facts["replay"] = args.replay
         scripts: Any = gold_script if args.replay == "gold" else load_scripts(Path(args.replay))
         facts["parameters"] = args.params
-        return (
-            replay_engine_for(scripts),
-            facts,
-            load_protocol(Path(args.model_dir) if args.model_dir else None),
-        )
+        protocol = resolve(settings, ModelChoice("replay", model_dir=model_dir)).protocol
+        return replay_engine_for(scripts), facts, protocol
     if kind == "openai":
         from sqale_desktop.commands.agent_commands import _api_key
-        from sqale_desktop.core.engines.openai_http import OpenAIEngine
 
         if not args.base_url:
             raise _Usage("--engine openai needs --base-url URL")
         key = _api_key()
-        engines = [OpenAIEngine(url, api_key=key, model=args.server_model) for url in args.base_url]
-        facts["base_urls"] = [e.base_url for e in engines]
-        facts["server_model"] = engines[0].model
+        runtimes = [
+            resolve(settings, ModelChoice("openai", model_dir=model_dir, base_url=url,
+                                          server_model=args.server_model, api_key=key))
+            for url in args.base_url
+        ]  # fmt: skip
+        engines = [runtime.factory() for runtime in runtimes if runtime.factory is not None]
+        facts["base_urls"] = [getattr(e, "base_url", None) for e in engines]
+        facts["server_model"] = getattr(engines[0], "model", None)
         facts["parameters"] = args.params
         if args.model:
             facts["model"] = _model_facts(Path(args.model))
-        return (
-            (lambda question, index: engines[index % len(engines)]),
-            facts,
-            load_protocol(Path(args.model_dir) if args.model_dir else None),
-        )
-    from sqale_desktop.commands.agent_commands import _installed_model
-    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
-
-    if not args.model:
-        record = _installed_model()
-        if record is None:
-            raise _Usage(
-                "--engine llama needs --model GGUF_PATH or an installed model; or use --base-url / --replay"
-            )
-        args.model = record.path
-        args.model_dir = args.model_dir or str(record.model_dir)
-    model = Path(args.model)
-    if not model.is_file():
+        return (lambda question, index: engines[index % len(engines)]), facts, runtimes[0].protocol
+    model = Path(args.model) if args.model else None
+    if model is not None and not model.is_file():
         raise _Usage(f"no model file at {model}")
-    facts["model"] = _model_facts(model)
+    runtime = resolve(settings, ModelChoice("llama", model_path=model, model_dir=model_dir))
+    if runtime.factory is None or runtime.model_path is None:
+        raise _Usage(
+            "--engine llama needs --model GGUF_PATH or an installed model; or use --base-url / --replay"
+        )
+    facts["model"] = _model_facts(runtime.model_path)
     facts["parameters"] = args.params or facts["model"].get("parameters")
-    engine = LlamaEngine(model, n_ctx=DEFAULT_LLAMA_CTX, n_gpu_layers="auto", n_threads=None)
-    facts["n_ctx"] = DEFAULT_LLAMA_CTX
-    protocol = load_protocol(Path(args.model_dir) if args.model_dir else model.parent)
-    return (lambda question, index: engine), facts, protocol
+    engine = runtime.factory()
+    facts["n_ctx"] = getattr(engine, "n_ctx", settings.n_ctx)
+    return (lambda question, index: engine), facts, runtime.protocol
 
 
 def _model_facts(path: Path) -> dict[str, Any]:

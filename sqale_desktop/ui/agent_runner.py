@@ -14,11 +14,10 @@ deltas, so the UI does a bounded amount of work per frame however fast the model
 from __future__ import annotations
 
 import collections
-import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,20 +25,13 @@ from typing import Any
 import shiboken6
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from sqale_desktop.core.agent.events import Episode, EpisodeEnded, Event, TextDelta
+from sqale_desktop.core.agent.events import Event, TextDelta
 from sqale_desktop.core.engines.base import Engine
+from sqale_desktop.core.runtime import LOAD_PROGRESS, EngineFactory, EpisodeFn
 from sqale_desktop.ui.workers import register_thread_owner
 
 log = logging.getLogger(__name__)
 
-EngineFactory = Callable[[], Engine]
-LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar(
-    "LOAD_PROGRESS", default=None
-)
-"""Set on the agent thread while an engine factory runs: a factory that can report loading
-progress (fraction 0..1) calls it; factories that cannot simply ignore it."""
-EpisodeFn = Callable[[Engine, Any, str, threading.Event], Iterator[Event]]
-"""Runs one episode: (engine, the open tool database, question, cancel flag) -> events."""
 DatabaseOpener = Callable[[Path], Any]
 
 
@@ -385,10 +377,3 @@ class AgentRunner(QObject):
             self.worker.close()
         return stopped
 
-
-def episode_of(items: list[Item]) -> Episode | None:
-    """The finished episode among drained items, if any (for tests and callers)."""
-    for item in items:
-        if isinstance(item, tuple) and isinstance(item[1], EpisodeEnded):
-            return item[1].episode
-    return None

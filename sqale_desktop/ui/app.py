@@ -44,12 +44,12 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
 
 
 def resolve_engine(settings: settings_mod.Settings) -> tuple[Any, str, Any]:
-    """Settings -> (engine factory or None, description, episode function) for the window."""
-    from sqale_desktop.ui.engine_choice import engine_choice
-    from sqale_desktop.ui.episodes import default_episode_fn
+    """Settings -> (engine factory or None, description, episode function) for the window:
+    ``core.runtime.resolve``, the same decision the CLI's ``ask`` and ``eval run`` make."""
+    from sqale_desktop.core.runtime import resolve
 
-    choice = engine_choice(settings)
-    return choice.factory, choice.description, default_episode_fn(settings, choice.protocol)
+    runtime = resolve(settings)
+    return runtime.factory, runtime.description, runtime.episode
 
 
 QUIT_AFTER_SHOWN_ENV = "SQALE_DESKTOP_QUIT_AFTER_SHOWN"

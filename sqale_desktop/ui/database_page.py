@@ -179,7 +179,8 @@ class DatabasePage(QWidget):
         self.sql.stop()
 
     def close_database(self) -> None:
-        """Cancel this page's jobs and close the connection (the pool is waited on by the window)."""
+        """Cancel this page's jobs and stop its query; the handles close later, in ``release()``,
+        once ``busy()`` is False (the window waits for that before it calls it)."""
         for job in (self._count_job, self._check_job):
             if job is not None:
                 job.request_cancel()

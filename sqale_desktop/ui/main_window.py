@@ -110,7 +110,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or settings_mod.load().settings
         self.history = history
         self.pool = TaskPool(max_threads=3, parent=self)
-        from sqale_desktop.ui.episodes import default_episode_fn, open_tool_database
+        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+        from sqale_desktop.core.runtime import open_tool_database
 
         self.runner = AgentRunner(
             engine_factory,
@@ -445,7 +446,8 @@ class MainWindow(QMainWindow):
         if self._live:
             return None
         from sqale_desktop.core.engines.replay import ReplayEngine
-        from sqale_desktop.ui.episodes import default_episode_fn, load_recording
+        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+        from sqale_desktop.ui.episodes import load_recording
 
         try:
             recording = load_recording()

@@ -129,7 +129,7 @@ def test_settings_that_do_not_concern_the_model_keep_it_loaded(
     built: list[int] = []
 
     def resolve(settings: Settings) -> tuple[Any, str, Any]:
-        from sqale_desktop.ui.episodes import default_episode_fn
+        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
 
         def factory() -> ReplayEngine:
             built.append(settings.n_ctx)

@@ -15,9 +15,9 @@ import pytest
 
 from sqale_desktop.core.history import History
 from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+from sqale_desktop.core.runtime import resolve
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.engine_choice import engine_choice
-from sqale_desktop.ui.episodes import default_episode_fn
 from sqale_desktop.ui.main_window import MainWindow
 from tests.ui.test_dialogs import smollm2
 
@@ -28,7 +28,7 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
 ) -> None:
     Registry().import_file(smollm2())
     settings = dataclasses.replace(Settings(), n_ctx=4096, n_threads=1, gpu_layers="none")
-    choice = engine_choice(settings)
+    choice = resolve(settings)
     assert choice.factory is not None
     # A one-line system prompt keeps the prefill short, and one thread keeps llama.cpp from
     # waiting on a descheduled sibling thread when other processes share the two cores.

@@ -10,8 +10,9 @@ import pytest
 
 from sqale_desktop.core.agent.events import TextDelta, ToolCalled
 from sqale_desktop.core.engines.replay import ReplayEngine
+from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+from sqale_desktop.core.runtime import open_tool_database
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, merge_deltas
-from sqale_desktop.ui.episodes import default_episode_fn, open_tool_database
 from sqale_desktop.ui.workers import TaskPool
 
 

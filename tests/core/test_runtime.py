@@ -1,4 +1,4 @@
-"""Which engine the settings ask for; nothing is loaded until the agent thread calls the factory."""
+"""``core.runtime``: which engine the settings ask for; nothing is loaded until the factory runs."""
 
 from __future__ import annotations
 
@@ -6,20 +6,20 @@ import dataclasses
 from pathlib import Path
 
 from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.runtime import ModelChoice, fit_protocol, resolve
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.engine_choice import engine_choice
-from tests.ui.test_dialogs import smollm2
+from tests.core.models.test_registry import smollm2
 
 
 def test_no_model_installed_means_no_factory() -> None:
-    choice = engine_choice(Settings())
+    choice = resolve(Settings())
     assert choice.factory is None and "no model" in choice.description
 
 
 def test_installed_model_is_chosen_with_the_users_sampling() -> None:
     record = Registry().import_file(smollm2())
     settings = dataclasses.replace(Settings(), temperature=0.2, top_k=5, n_ctx=4096, gpu_layers="none")
-    choice = engine_choice(settings)
+    choice = resolve(settings)
     assert choice.factory is not None
     assert record.name in choice.description
     assert choice.protocol.sampling.temperature == 0.2 and choice.protocol.sampling.top_k == 5
@@ -31,24 +31,20 @@ def test_missing_model_file_falls_back_to_no_model(tmp_path: Path) -> None:
     copy.write_bytes(smollm2().read_bytes())
     record = Registry().import_file(copy)
     copy.unlink()
-    assert engine_choice(dataclasses.replace(Settings(), model_id=record.id)).factory is None
+    assert resolve(dataclasses.replace(Settings(), model_id=record.id)).factory is None
 
 
 def test_server_engine_builds_without_connecting() -> None:
-    choice = engine_choice(
-        dataclasses.replace(Settings(), engine="openai", server_url="http://127.0.0.1:9/v1")
-    )
+    choice = resolve(dataclasses.replace(Settings(), engine="openai", server_url="http://127.0.0.1:9/v1"))
     assert choice.factory is not None and choice.description == "server http://127.0.0.1:9/v1"
     engine = choice.factory()
     assert "127.0.0.1:9" in engine.describe()
 
 
 def test_context_above_the_models_training_is_clamped_when_the_engine_is_built() -> None:
-    from sqale_desktop.ui.episodes import fit_protocol
-
     record = Registry().import_file(smollm2())  # trained for 8,192 tokens
     settings = dataclasses.replace(Settings(), model_id=record.id, n_ctx=16384, gpu_layers="none")
-    choice = engine_choice(settings)
+    choice = resolve(settings)
     assert choice.factory is not None
     engine = choice.factory()
     try:
@@ -62,3 +58,32 @@ def test_context_above_the_models_training_is_clamped_when_the_engine_is_built()
     assert fitted is not None and fitted.context_tokens == 8192 and fitted.episode_tokens == 6144
     assert fit_protocol(choice.protocol, 32768) is choice.protocol
     assert fit_protocol(None, None) is None
+
+
+def test_the_llama_choice_without_a_path_is_the_installed_model() -> None:
+    record = Registry().import_file(smollm2())
+    runtime = resolve(Settings(model_id=record.id), ModelChoice("llama"))
+    assert runtime.factory is not None  # chosen; loaded only when the factory runs
+    assert runtime.model_path == Path(record.path)
+    assert runtime.model_dir == Path(record.model_dir)  # its sqale_agent.py / generation_config.json
+
+
+def test_a_gguf_path_reads_its_protocol_from_its_folder(tmp_path: Path) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    (tmp_path / "sqale_agent.py").write_text('SYSTEM_PROMPT = "Mine."\nUSER_TEMPLATE = "Q: {question}"\n')
+    settings = dataclasses.replace(Settings(), temperature=0.1, min_p=0.05, n_ctx=2048)
+    runtime = resolve(settings, ModelChoice("llama", model_path=gguf))
+    assert runtime.model_dir == tmp_path and runtime.protocol.system_prompt == "Mine."
+    assert (runtime.protocol.sampling.temperature, runtime.protocol.sampling.min_p) == (0.1, 0.05)
+    assert runtime.protocol.context_tokens == 2048
+    assert runtime.description == "m.gguf (not loaded yet)"
+
+
+def test_the_database_gets_the_settings_time_limit(chinook: Path) -> None:
+    runtime = resolve(dataclasses.replace(Settings(), query_time_limit_s=2.5))
+    db = runtime.open_database(chinook)
+    try:
+        assert db.time_limit_s == 2.5
+    finally:
+        db.close()
