@@ -8,6 +8,7 @@ unchanged: checked with a chi-square test at a strict threshold over many fixed-
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -191,3 +192,35 @@ def test_restricted_sizes_keep_the_verification_pass_on_cheap_lengths() -> None:
 def test_speculation_needs_no_repetition_penalty() -> None:
     assert supported(MODEL_CARD)
     assert not supported(SamplingParams(repeat_penalty=1.1))
+
+
+def test_auto_mode_stops_drafting_for_the_segment_once_it_loses() -> None:
+    from types import SimpleNamespace
+
+    from sqale_desktop.core.engines.llama_cpp_engine import _Drafting
+
+    think_end = 99
+    drafting = _Drafting(
+        NgramDrafter(),
+        AdaptiveDraftLength(3, 3, (3,)),
+        np.random.default_rng(0),
+        auto=True,
+        segment_end=think_end,
+    )
+    engine: Any = SimpleNamespace(plain_step_s=0.1)
+    history = [1, 2, 3, 4, 5, 6, 1, 2, 3]
+    assert drafting.propose(history, 8) == [4, 5, 6]
+    for _ in range(3):  # 0.25 s for 2 tokens: 0.125 s per token, slower than a 0.1 s plain step
+        drafting.record(3, [4, 7], 0.25, engine)
+        assert not drafting.paused  # not judged before four verifications
+    drafting.record(3, [4, 7], 0.25, engine)
+    assert drafting.paused and drafting.propose(history, 8) == []
+    drafting.record(0, [think_end], 0.0, engine)  # </think>: a new segment is judged afresh
+    assert not drafting.paused
+
+    winning = _Drafting(
+        NgramDrafter(), AdaptiveDraftLength(3, 3, (3,)), np.random.default_rng(0), auto=True, segment_end=None
+    )
+    for _ in range(6):
+        winning.record(3, [4, 5, 6, 7], 0.2, engine)  # 0.05 s per token
+    assert not winning.paused
