@@ -7,8 +7,11 @@ UI thread sets the episode's ``threading.Event`` and calls the database's ``inte
 
 Events do not cross threads one signal each: at full speed the model yields hundreds of text
 deltas a second, and a queued signal per delta would flood the UI's event loop.  The worker
-appends events to a deque; the UI drains it on a timer (every 40 ms) and merges consecutive text
-deltas, so the UI does a bounded amount of work per frame however fast the model runs.
+appends events to a deque, each in an :class:`EventItem` envelope that names its episode; the
+runner drains it on a timer (every ``DRAIN_INTERVAL_MS``), merges consecutive text deltas and hands
+the items to the window's ``apply`` callback at most ``DRAIN_BUDGET_S`` of work at a time, so the
+UI does a bounded amount of work per frame however fast the model runs.  All of that timing lives
+here, in :meth:`AgentRunner.deliver_to`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from sqale_desktop.core.agent.events import Event, TextDelta
 from sqale_desktop.core.engines.base import Engine
@@ -33,6 +36,14 @@ from sqale_desktop.ui.workers import register_thread_owner
 log = logging.getLogger(__name__)
 
 DatabaseOpener = Callable[[Path], Any]
+
+
+@dataclass(frozen=True)
+class EventItem:
+    """An agent event on its way from the worker to the UI, with the episode it belongs to."""
+
+    episode_id: int
+    event: Event
 
 
 @dataclass(frozen=True)
@@ -50,7 +61,13 @@ class EpisodeDone:
     episode_id: int
 
 
-Item = tuple[int, Event] | EpisodeFailed | EpisodeDone
+Item = EventItem | EpisodeFailed | EpisodeDone
+ItemSink = Callable[[list[Item]], None]
+
+# The UI applies what arrived at most every 40 ms, and at most 12 ms of it per turn of the event
+# loop (building a card costs ~15 ms, so input, timers and painting get in between).
+DRAIN_BUDGET_S = 0.012
+DRAIN_INTERVAL_MS = 40
 
 # A worker busy in pure Python keeps the GIL for Python's whole switch interval (5 ms) each time
 # the UI thread asks for it, and the UI thread asks once per Qt call; so the worker gives the
@@ -63,13 +80,19 @@ def merge_deltas(items: list[Item]) -> list[Item]:
     """Merge runs of text deltas of the same episode, turn and phase into one delta each."""
     merged: list[Item] = []
     for item in items:
-        if merged and isinstance(item, tuple) and isinstance(item[1], TextDelta):
-            last = merged[-1]
-            if isinstance(last, tuple) and isinstance(last[1], TextDelta):
-                a, b = last[1], item[1]
-                if last[0] == item[0] and a.turn == b.turn and a.phase == b.phase:
-                    merged[-1] = (item[0], TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase))
-                    continue
+        last = merged[-1] if merged else None
+        if (
+            isinstance(item, EventItem)
+            and isinstance(item.event, TextDelta)
+            and isinstance(last, EventItem)
+            and isinstance(last.event, TextDelta)
+            and last.episode_id == item.episode_id
+        ):
+            a, b = last.event, item.event
+            if a.turn == b.turn and a.phase == b.phase:
+                text = TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase)
+                merged[-1] = EventItem(item.episode_id, text)
+                continue
         merged.append(item)
     return merged
 
@@ -235,7 +258,7 @@ class AgentWorker(QObject):
                     cancel.set()
             last_yield = time.perf_counter()
             for event in episode_fn(engine, db, question, cancel):
-                self._push((episode_id, event))
+                self._push(EventItem(episode_id, event))
                 self.ui_idle.wait(0.25)
                 if time.perf_counter() - last_yield > GIL_SLICE_S:
                     time.sleep(GIL_YIELD_S)  # let the UI thread take the GIL between its Qt calls
@@ -308,8 +331,64 @@ class AgentRunner(QObject):
         self.worker.load_progress.connect(self.load_progress)
         self._next_id = 0
         self._running: set[int] = set()
+        self._sink: ItemSink | None = None
+        self._pending: collections.deque[Item] = collections.deque()
+        self._drain_timer = QTimer(self)
+        self._drain_timer.setSingleShot(True)
+        self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
+        self._drain_timer.timeout.connect(self._deliver)
         self._thread.start()
         register_thread_owner(self)
+
+    def deliver_to(self, sink: ItemSink) -> None:
+        """Hand drained items to ``sink`` on a timer, within the drain budget (the window's way);
+        without a sink, callers pull with :meth:`drain` (tests)."""
+        self._sink = sink
+        self.items_ready.connect(self._schedule_delivery)
+
+    def _schedule_delivery(self) -> None:
+        if not self._drain_timer.isActive():
+            self._drain_timer.start()
+
+    def _deliver(self) -> None:
+        """Give the sink what the agent thread produced, at most ``DRAIN_BUDGET_S`` of work per call.
+
+        The worker waits meanwhile.  What does not fit is left for the next turn of the event
+        loop.  Text deltas are handed on in runs; anything else is handed on at once, since it
+        may build a card.
+        """
+        sink = self._sink
+        if sink is None or not self.is_busy():
+            return
+        self.pause_worker()
+        try:
+            self._pending.extend(self.drain())
+            deadline = time.perf_counter() + DRAIN_BUDGET_S
+            batch: list[Item] = []
+            while self._pending:
+                item = self._pending.popleft()
+                batch.append(item)
+                if not (isinstance(item, EventItem) and isinstance(item.event, TextDelta)):
+                    sink(batch)
+                    batch = []
+                    if time.perf_counter() > deadline:
+                        break
+            if batch:
+                sink(batch)
+            if self._pending:
+                QTimer.singleShot(0, self._deliver)
+        finally:
+            # Resume only after the layout and paint events the drain posted have run: painting
+            # calls back into Python (models, highlighters) and should not queue behind the worker.
+            QTimer.singleShot(0, self.resume_worker)
+
+    def deliver_rest(self) -> None:
+        """After :meth:`shutdown`: hand the sink everything left (a cancelled episode's last
+        events, its EpisodeEnded included, go to the history like any other)."""
+        self._pending.extend(self.drain())
+        items, self._pending = list(self._pending), collections.deque()
+        if self._sink is not None and items:
+            self._sink(items)
 
     def ask(
         self,
@@ -365,6 +444,7 @@ class AgentRunner(QObject):
 
     def shutdown(self, timeout_ms: int = 15_000) -> bool:
         """Cancel the episode, close what the worker owns on its thread, stop and join the thread."""
+        self._drain_timer.stop()
         if not self.is_busy():
             return True
         self.worker.cancel(self._next_id)
@@ -376,4 +456,3 @@ class AgentRunner(QObject):
             # would never run, because quit() ends the loop before its pending events.
             self.worker.close()
         return stopped
-

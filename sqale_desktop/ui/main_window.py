@@ -7,11 +7,9 @@ banner at the top, not a dialog box in the way and not a crash.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,12 +40,20 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import settings as settings_mod
-from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event, TextDelta
+from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, load_schema
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeDone, EpisodeFailed, EpisodeFn
+from sqale_desktop.ui.agent_runner import (
+    AgentRunner,
+    EngineFactory,
+    EpisodeDone,
+    EpisodeFailed,
+    EpisodeFn,
+    EventItem,
+    Item,
+)
 from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.database_page import DatabasePage
@@ -65,8 +71,6 @@ MODEL_AFFECTING = ("engine", "server_url", "model_id", "gpu_layers", "n_threads"
 RECORDING_DELAY_S = 0.03
 """Pause between streamed chunks of the recorded demo episode: readable, about 250 characters/s."""
 
-DRAIN_BUDGET_S = 0.012
-DRAIN_INTERVAL_MS = 40
 """How often streamed events are applied: 25 times a second is smooth and bounds the UI's work."""
 
 
@@ -119,15 +123,10 @@ class MainWindow(QMainWindow):
             lambda path: open_tool_database(path, self.settings.query_time_limit_s),
             self,
         )
-        self.runner.items_ready.connect(self._schedule_drain)
+        self.runner.deliver_to(self._apply_items)
         self.runner.engine_state.connect(self._engine_state)
         self.runner.load_progress.connect(self._load_progress)
         self._live: dict[int, _Live] = {}
-        self._pending: collections.deque[Any] = collections.deque()
-        self._drain_timer = QTimer(self)
-        self._drain_timer.setSingleShot(True)
-        self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
-        self._drain_timer.timeout.connect(self.drain)
         self._opening: dict[Path, JobContext] = {}
         self._closed = False
         self.has_engine = engine_factory is not None
@@ -509,43 +508,13 @@ class MainWindow(QMainWindow):
         if page is not None:
             page.stop_queries()
 
-    def _schedule_drain(self) -> None:
-        if not self._drain_timer.isActive():
-            self._drain_timer.start()
-
-    def drain(self) -> None:
-        """Apply what the agent thread produced, at most ``DRAIN_BUDGET_S`` of work per call.
-
-        The worker waits meanwhile.  What does not fit (building a card costs ~15 ms) is left for
-        the next turn of the event loop, so input, timers and painting get in between.
-        """
-        self.runner.pause_worker()
-        try:
-            self._pending.extend(self.runner.drain())
-            deadline = time.perf_counter() + DRAIN_BUDGET_S
-            batch: list[Any] = []
-            while self._pending:
-                item = self._pending.popleft()
-                batch.append(item)
-                if not (isinstance(item, tuple) and isinstance(item[1], TextDelta)):
-                    self._apply_items(batch)
-                    batch = []
-                    if time.perf_counter() > deadline:
-                        break
-            self._apply_items(batch)
-            if self._pending:
-                QTimer.singleShot(0, self.drain)
-        finally:
-            # Resume only after the layout and paint events the drain posted have run: painting
-            # calls back into Python (models, highlighters) and should not queue behind the worker.
-            QTimer.singleShot(0, self.runner.resume_worker)
-
-    def _apply_items(self, items: list[Any]) -> None:
+    def _apply_items(self, items: list[Item]) -> None:
+        """Route the agent thread's items (``AgentRunner.deliver_to`` times them) to the pages."""
         batch: dict[int, list[Event]] = {}
         for item in items:
-            if isinstance(item, tuple):
-                episode_id, event = item
-                batch.setdefault(episode_id, []).append(event)
+            if isinstance(item, EventItem):
+                event = item.event
+                batch.setdefault(item.episode_id, []).append(event)
                 if isinstance(event, BudgetUpdated):
                     self.context_label.setText(
                         f"context {event.episode_tokens:,} / {self.settings.n_ctx:,} tokens"
@@ -899,14 +868,10 @@ class MainWindow(QMainWindow):
         if self._closed:
             return True
         self._closed = True
-        self._drain_timer.stop()
         for page in self.pages():
             page.close_database()
         agent_ok = self.runner.shutdown()
-        # The cancelled episode's last events (its EpisodeEnded) go to the history like any other.
-        self._pending.extend(self.runner.drain())
-        self._apply_items(list(self._pending))
-        self._pending.clear()
+        self.runner.deliver_rest()  # the cancelled episode's EpisodeEnded goes to the history too
         pool_ok = self.pool.shutdown()
         for page in self.pages():
             page.release()

@@ -21,7 +21,7 @@ from sqale_desktop.core import secrets
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.runtime import open_tool_database
-from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone
+from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EventItem
 from tests.core.engines.test_openai_http import KEY, Script, server  # noqa: F401 (fixture)
 
 QUESTION = "How many genres are there?"
@@ -54,7 +54,7 @@ def window_episode(qtbot: Any, settings: settings_mod.Settings, db: Path) -> Epi
         )
     finally:
         assert runner.shutdown()
-    ended = [i[1] for i in items if isinstance(i, tuple) and isinstance(i[1], EpisodeEnded)]
+    ended = [i.event for i in items if isinstance(i, EventItem) and isinstance(i.event, EpisodeEnded)]
     assert len(ended) == 1
     return ended[0].episode
 

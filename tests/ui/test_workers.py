@@ -12,7 +12,7 @@ from sqale_desktop.core.agent.events import TextDelta, ToolCalled
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.runtime import episode_fn as default_episode_fn
 from sqale_desktop.core.runtime import open_tool_database
-from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, merge_deltas
+from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, merge_deltas
 from sqale_desktop.ui.workers import TaskPool
 
 
@@ -49,22 +49,25 @@ def test_shutdown_cancels_a_running_job(qtbot: Any) -> None:
 
 def test_merge_deltas_keeps_order_and_boundaries() -> None:
     items: list[Any] = [
-        (1, TextDelta(1, "a", "think")),
-        (1, TextDelta(1, "b", "think")),
-        (1, TextDelta(1, "c", "answer")),
-        (1, ToolCalled(1, 0, "list_tables", {})),
-        (1, TextDelta(2, "d", "think")),
-        (1, TextDelta(2, "e", "think")),
+        EventItem(1, TextDelta(1, "a", "think")),
+        EventItem(1, TextDelta(1, "b", "think")),
+        EventItem(1, TextDelta(1, "c", "answer")),
+        EventItem(1, ToolCalled(1, 0, "list_tables", {})),
+        EventItem(1, TextDelta(2, "d", "think")),
+        EventItem(1, TextDelta(2, "e", "think")),
         EpisodeDone(1),
     ]
     merged = merge_deltas(items)
     assert merged == [
-        (1, TextDelta(1, "ab", "think")),
-        (1, TextDelta(1, "c", "answer")),
-        (1, ToolCalled(1, 0, "list_tables", {})),
-        (1, TextDelta(2, "de", "think")),
+        EventItem(1, TextDelta(1, "ab", "think")),
+        EventItem(1, TextDelta(1, "c", "answer")),
+        EventItem(1, ToolCalled(1, 0, "list_tables", {})),
+        EventItem(1, TextDelta(2, "de", "think")),
         EpisodeDone(1),
     ]
+    # Another episode's delta is never merged into this one's.
+    apart = [EventItem(1, TextDelta(1, "a", "think")), EventItem(2, TextDelta(1, "b", "think"))]
+    assert merge_deltas(list(apart)) == apart
 
 
 @pytest.mark.parametrize("failure", ["engine", "database"])
