@@ -98,3 +98,27 @@ def test_agent_failures_are_reported_not_swallowed(
     assert not runner.busy
     assert runner.shutdown()
     assert not runner.is_busy()
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known-condition", "bug"])
+def test_only_a_bug_leaves_a_traceback_in_the_log(
+    qtbot: Any, caplog: pytest.LogCaptureFixture, known: bool
+) -> None:
+    """One check (core.errors.is_known) decides, not the exception's module (issue 11)."""
+    from sqale_desktop.core.db.errors import DatabaseUnreadable
+
+    pool = TaskPool()
+
+    def fails(_ctx: Any) -> None:
+        raise DatabaseUnreadable("shop.sqlite is locked") if known else KeyError("a bug")
+
+    failures: list[BaseException] = []
+    with caplog.at_level("DEBUG", logger="sqale_desktop.ui.workers"):
+        pool.start(fails, failed=failures.append)
+        qtbot.waitUntil(lambda: bool(failures))
+    assert pool.shutdown()
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    if known:
+        assert tracebacks == []
+    else:
+        assert len(tracebacks) == 1 and "fails" in tracebacks[0].getMessage()
