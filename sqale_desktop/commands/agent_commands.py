@@ -3,7 +3,7 @@
 The episode loop is the same generator the app runs; this command only decides how to print its
 events: ``--trace`` streams thinking, calls and results as they happen, ``--json`` prints the
 finished episode, and the default prints the answer and its rows.  Ctrl-C stops the episode the way
-the app's Stop button does (flag plus database interrupt) and still prints what there is.
+the app's Stop button does (the episode's cancel flag) and still prints what there is.
 
 Which engine, prompt, sampling, context, GPU layers, threads, row cap and query time limit are
 decided by ``core.runtime`` from the app's settings, as in the window; flags override them.
@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,7 +167,7 @@ def run_ask(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.trace:
         print(f"engine: {engine.describe()}; prompt: {protocol.prompt_source}", file=trace_out)
-    control = EpisodeControl(db)
+    control = EpisodeControl()
     episode: Episode | None = None
     try:
         with _stop_on_ctrl_c(control):
@@ -278,10 +277,7 @@ def _stop_on_ctrl_c(control: EpisodeControl) -> Iterator[None]:
     """Ctrl-C stops the episode like the app's Stop button instead of killing the process."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        # Not control.cancel() here: the handler runs on the main thread, which may hold the
-        # database's lock at this very moment; interrupting from another thread cannot deadlock.
-        control.event.set()
-        threading.Thread(target=control.cancel, name="ask-stop", daemon=True).start()
+        control.cancel()  # only a flag: the loop interrupts a running query itself
 
     try:
         previous = signal.signal(signal.SIGINT, handler)

@@ -3,7 +3,8 @@
 The engine (llama.cpp is not thread-safe) is built on the worker thread on first use and only ever
 touched there (Spyder's actor pattern).  Episodes run there too, with the tool database opened on
 that thread.  Stop does not travel through the worker's event loop, which is busy generating: the
-UI thread sets the episode's ``threading.Event`` and calls the database's ``interrupt()`` directly.
+UI thread sets the episode's ``threading.Event``, the one cancel path of the package (the engine
+stops between tokens, the loop's query watcher interrupts a running query).
 
 Events do not cross threads one signal each: at full speed the model yields hundreds of text
 deltas a second, and a queued signal per delta would flood the UI's event loop.  The worker
@@ -121,7 +122,6 @@ class AgentWorker(QObject):
         self._databases: dict[Path, Any] = {}
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
-        self._current_db: Any = None
         self._queue: collections.deque[Item] = collections.deque()
         self._notified = False
         self._cancel_upto = 0
@@ -143,14 +143,9 @@ class AgentWorker(QObject):
         """
         with self._lock:
             self._cancel_upto = max(self._cancel_upto, upto_episode)
-            cancel, db = self._cancel, self._current_db
+            cancel = self._cancel
         if cancel is not None:
-            cancel.set()
-        if db is not None:
-            try:
-                db.interrupt()
-            except Exception:  # a connection closing at the same moment needs no interrupt
-                log.debug("interrupt failed", exc_info=True)
+            cancel.set()  # the loop interrupts a running query itself (core.agent.loop)
 
     def drain(self) -> list[Item]:
         items: list[Item] = []
@@ -253,7 +248,7 @@ class AgentWorker(QObject):
                     episode_fn = self._episode_fn
             db = self._database(Path(db_path))
             with self._lock:
-                self._cancel, self._current_db = cancel, db
+                self._cancel = cancel
                 if episode_id <= self._cancel_upto:
                     cancel.set()
             last_yield = time.perf_counter()
@@ -269,7 +264,7 @@ class AgentWorker(QObject):
             self._push(EpisodeFailed(episode_id, exc))
         finally:
             with self._lock:
-                self._cancel, self._current_db = None, None
+                self._cancel = None
             self._push(EpisodeDone(episode_id))
 
     def _database(self, path: Path) -> Any:

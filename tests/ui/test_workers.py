@@ -122,3 +122,37 @@ def test_only_a_bug_leaves_a_traceback_in_the_log(
         assert tracebacks == []
     else:
         assert len(tracebacks) == 1 and "fails" in tracebacks[0].getMessage()
+
+
+def test_stop_reaches_a_running_query_through_the_cancel_flag_alone(qtbot: Any, chinook: Path) -> None:
+    """The window's Stop only sets the episode's flag; the loop's watcher interrupts the query."""
+    import json
+
+    from sqale_desktop.core.agent.events import EpisodeEnded
+    from sqale_desktop.core.settings import Settings
+
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    script = ["</think>" + json.dumps({"tool": "run_query", "args": {"sql": endless}})]
+    # 120 s: only the interrupt can end this query within the wait below.
+    runner = AgentRunner(
+        lambda: ReplayEngine(script), default_episode_fn(Settings()), lambda p: open_tool_database(p, 120.0)
+    )
+    try:
+        runner.ask("q", chinook)
+        items: list[Any] = []
+        qtbot.waitUntil(
+            lambda: (
+                items.extend(runner.drain())
+                or any(isinstance(i, EventItem) and isinstance(i.event, ToolCalled) for i in items)
+            ),
+            timeout=20_000,
+        )
+        runner.stop()
+        qtbot.waitUntil(
+            lambda: items.extend(runner.drain()) or any(isinstance(i, EpisodeDone) for i in items),
+            timeout=20_000,
+        )
+    finally:
+        assert runner.shutdown()
+    ended = [i.event for i in items if isinstance(i, EventItem) and isinstance(i.event, EpisodeEnded)]
+    assert [e.episode.ended_by for e in ended] == ["cancelled"]

@@ -23,9 +23,10 @@ still running when it is spent is stopped (its query interrupted), and the calls
 run; the model reads why for each, so it can ask again next turn.  ``submit_sql`` always runs.
 Normal calls take milliseconds, so normal episodes never meet this budget.
 
-Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`, which also interrupts the
-database so a long query stops at once); the loop checks it between tokens, before each tool call
-and after each query.
+Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`) — the one way to stop an
+episode, for the window's Stop, the CLI's Ctrl-C and the evaluation alike.  The engine checks it
+between tokens, the loop before each tool call and after each query, and the loop's own query
+watcher interrupts a query that is running when it is set, so nobody else interrupts the database.
 """
 
 from __future__ import annotations
@@ -130,19 +131,18 @@ class EpisodeDatabase(Protocol):
 
 @dataclass
 class EpisodeControl:
-    """A handle the UI keeps to stop a running episode from another thread.
+    """A handle to stop a running episode from another thread (pass ``event`` as ``cancel``).
 
-    ``cancel()`` sets the flag the loop checks between tokens and interrupts the database, so a
-    query that is running ends within milliseconds rather than at its time limit.
+    ``cancel()`` only sets the flag: generation stops at the next token, and a query that is
+    running is interrupted within milliseconds by the loop's watcher (:class:`_QueryStopper`),
+    rather than at its time limit.  Setting the flag is safe from any thread, a signal handler
+    included, since nothing here takes the database's lock.
     """
 
-    db: EpisodeDatabase | None = None
     event: threading.Event = field(default_factory=threading.Event)
 
     def cancel(self) -> None:
         self.event.set()
-        if self.db is not None:
-            self.db.interrupt()
 
     @property
     def cancelled(self) -> bool:

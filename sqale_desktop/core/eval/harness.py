@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
-from sqale_desktop.core.agent.loop import EpisodeControl, run_episode
+from sqale_desktop.core.agent.loop import run_episode
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineError
 from sqale_desktop.core.eval import sql_facts
@@ -115,8 +115,6 @@ class EvalRun:
         self.cache = cache
         self.scorer = Scorer(options.metric, time_limit_s=options.time_limit_s)
         self._cancel = threading.Event()
-        self._lock = threading.Lock()
-        self._controls: dict[int, EpisodeControl] = {}  # by id(): the dataclass is not hashable
 
     @property
     def cancelled(self) -> bool:
@@ -124,11 +122,7 @@ class EvalRun:
 
     def cancel(self) -> None:
         """Stop every running episode and query; episodes not started yet are not started."""
-        self._cancel.set()
-        with self._lock:
-            controls = list(self._controls.values())
-        for control in controls:
-            control.cancel()
+        self._cancel.set()  # every episode runs on this flag; the loop interrupts its query
         self.scorer.interrupt()
 
     def run(self, questions: Sequence[EvalQuestion]) -> Iterator[dict[str, Any]]:
@@ -213,9 +207,6 @@ class EvalRun:
         except EngineError as exc:
             db.close()
             return _failed_record(question, condition, str(exc), time.perf_counter() - started)
-        control = EpisodeControl(db, self._cancel)
-        with self._lock:
-            self._controls[id(control)] = control
         episode: Episode | None = None
         try:
             events = run_episode(
@@ -231,8 +222,6 @@ class EvalRun:
                 if isinstance(event, EpisodeEnded):
                     episode = event.episode
         finally:
-            with self._lock:
-                self._controls.pop(id(control), None)
             db.close()
         if episode is None or episode.ended_by == "cancelled" or self.cancelled:
             return None

@@ -248,7 +248,7 @@ def test_cancel_while_streaming_ends_cancelled(db: ReadOnlyDatabase) -> None:
 def test_episode_control_interrupts_a_running_query(db: ReadOnlyDatabase) -> None:
     db.time_limit_s = 120  # only the interrupt can end this query in time
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
-    control = EpisodeControl(db)
+    control = EpisodeControl()
     events: list[Event] = []
     engine = ReplayEngine([turn(call("run_query", sql=endless)), turn(call("submit_sql", sql="SELECT 1"))])
     for event in run_episode("q", db, ToolBox(db), engine, cancel=control.event):
