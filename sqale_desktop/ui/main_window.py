@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,23 +39,16 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import settings as settings_mod
-from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, load_schema
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.agent_runner import (
-    AgentRunner,
-    EngineFactory,
-    EpisodeDone,
-    EpisodeFailed,
-    EpisodeFn,
-    EventItem,
-    Item,
-)
+from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeFn
 from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.episode_controller import EpisodeController
 from sqale_desktop.ui.episode_view import EpisodeView
 from sqale_desktop.ui.help_menu import add_help_menu
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -72,14 +64,6 @@ RECORDING_DELAY_S = 0.03
 """Pause between streamed chunks of the recorded demo episode: readable, about 250 characters/s."""
 
 """How often streamed events are applied: 25 times a second is smooth and bounds the UI's work."""
-
-
-@dataclass
-class _Live:
-    page: DatabasePage
-    view: EpisodeView
-    entry_id: int | None
-    recording: bool = False
 
 
 class MainWindow(QMainWindow):
@@ -123,10 +107,12 @@ class MainWindow(QMainWindow):
             lambda path: open_tool_database(path, self.settings.query_time_limit_s),
             self,
         )
-        self.runner.deliver_to(self._apply_items)
+        self.episodes = EpisodeController(self.runner, history, self)
+        self.episodes.running_changed.connect(self._refresh_ask_state)
+        self.episodes.context_used.connect(self._context_used)
+        self.episodes.finished.connect(self._episode_finished)
         self.runner.engine_state.connect(self._engine_state)
         self.runner.load_progress.connect(self._load_progress)
-        self._live: dict[int, _Live] = {}
         self._opening: dict[Path, JobContext] = {}
         self._closed = False
         self.has_engine = engine_factory is not None
@@ -345,7 +331,7 @@ class MainWindow(QMainWindow):
         self._restore_conversation(page)
         self._show_large_schema_hint(page)
         self._refresh_ask_state()
-        if not self._live:  # a running episode's state stays in the status bar
+        if not self.episodes.busy:  # a running episode's state stays in the status bar
             self.show_message(f"Opened {db.name}: {len(schema.visible())} tables and views.")
         self.database_opened.emit(page)
 
@@ -358,9 +344,8 @@ class MainWindow(QMainWindow):
         page = self.tabs.widget(index)
         if not isinstance(page, DatabasePage):
             return
-        for live in self._live.values():
-            if live.page is page:
-                self.stop(page)
+        if self.episodes.running_page() is page:
+            self.stop(page)
         page.close_database()
         self.tabs.removeTab(index)
         self._remember_open_tabs()
@@ -432,7 +417,7 @@ class MainWindow(QMainWindow):
     # the agent ------------------------------------------------------------------------------
     def ask(self, page: DatabasePage, question: str) -> int | None:
         """Start an episode for ``question`` on ``page``'s database; returns its id."""
-        if self._live or not self.has_engine:
+        if self.episodes.busy or not self.has_engine:
             return None
         return self._start_episode(page, question)
 
@@ -442,7 +427,7 @@ class MainWindow(QMainWindow):
         The recording's completions go through the replay engine at a readable pace; every tool
         result is computed on the database now, and the answer ends in the real grid.
         """
-        if self._live:
+        if self.episodes.busy:
             return None
         from sqale_desktop.core.engines.replay import ReplayEngine
         from sqale_desktop.core.runtime import episode_fn as default_episode_fn
@@ -469,20 +454,7 @@ class MainWindow(QMainWindow):
         override: tuple[EngineFactory, EpisodeFn] | None = None,
         recording: bool = False,
     ) -> int:
-        entry_id = None
-        # A recording is a demonstration, not the user's conversation: it is not kept in the history
-        # (restored, it would read as the model's own answer).
-        if self.history is not None and page.conversation_id is not None and not recording:
-            try:
-                entry_id = self.history.add_question(page.conversation_id, question)
-            except Exception as exc:  # history trouble must not stop the question
-                log.warning("could not record the question: %s", exc)
-        view = page.chat.begin(question, recording=recording)
-        if override is not None:
-            episode_id = self.runner.ask(question, page.path, *override)
-        else:
-            episode_id = self.runner.ask(question, page.path)
-        self._live[episode_id] = _Live(page, view, entry_id, recording)
+        episode_id = self.episodes.start(page, question, override, recording)
         self.context_label.setText("")
         what = "Playing the recorded answer" if recording else "The agent is working"
         self.show_message(f"{what} in {page.db.name}…")  # never the last episode's "Stopped."
@@ -491,7 +463,7 @@ class MainWindow(QMainWindow):
 
     def running_page(self) -> DatabasePage | None:
         """The tab whose episode is running, if one is."""
-        return next((live.page for live in self._live.values()), None)
+        return self.episodes.running_page()
 
     def stop(self, page: DatabasePage | None = None) -> None:
         """Esc / Stop on ``page`` (the current tab when None): cancel that tab's episode, if it runs
@@ -508,57 +480,21 @@ class MainWindow(QMainWindow):
         if page is not None:
             page.stop_queries()
 
-    def _apply_items(self, items: list[Item]) -> None:
-        """Route the agent thread's items (``AgentRunner.deliver_to`` times them) to the pages."""
-        batch: dict[int, list[Event]] = {}
-        for item in items:
-            if isinstance(item, EventItem):
-                event = item.event
-                batch.setdefault(item.episode_id, []).append(event)
-                if isinstance(event, BudgetUpdated):
-                    self.context_label.setText(
-                        f"context {event.episode_tokens:,} / {self.settings.n_ctx:,} tokens"
-                    )
-                continue
-            self._flush(batch)
-            batch = {}
-            if isinstance(item, EpisodeFailed):
-                self._episode_over(item.episode_id, None, str(item.error) or type(item.error).__name__)
-            elif isinstance(item, EpisodeDone):
-                self._episode_over(item.episode_id, None, None)
-                self._refresh_ask_state()
-        self._flush(batch)
+    def _context_used(self, tokens: int) -> None:
+        self.context_label.setText(f"context {tokens:,} / {self.settings.n_ctx:,} tokens")
 
-    def _flush(self, batch: dict[int, list[Event]]) -> None:
-        for episode_id, events in batch.items():
-            live = self._live.get(episode_id)
-            if live is None:
-                continue
-            live.page.chat.apply(events)
-            for event in events:
-                if isinstance(event, EpisodeEnded):
-                    self._episode_over(episode_id, event.episode, None)
-
-    def _episode_over(self, episode_id: int, episode: Episode | None, error: str | None) -> None:
-        live = self._live.pop(episode_id, None)
-        if live is None:
-            return
-        self._refresh_ask_state()
-        if live.page.chat.current is live.view:
-            live.page.chat.end(episode, error)
-        if episode is not None and live.entry_id is not None and self.history is not None:
-            try:
-                self.history.finish_episode(live.entry_id, episode)
-            except Exception as exc:
-                log.warning("could not save the episode: %s", exc)
+    def _episode_finished(
+        self, page: DatabasePage, episode: Episode | None, error: str, recording: bool
+    ) -> None:
+        """The controller has given the episode to its page and the history: the window's part."""
         if episode is not None and episode.sql and episode.ended_by not in ("cancelled", "error"):
             # On the next turn of the event loop: the answer card gets painted first.
-            sql, page = episode.sql, live.page
+            sql = episode.sql
             QTimer.singleShot(0, self, lambda: None if self._closed else page.open_sql(sql))
         if error:
             self.show_message(f"The episode could not run: {error}")
         elif episode is not None:
-            prefix = "Recording: " if live.recording else ""
+            prefix = "Recording: " if recording else ""
             self.show_message(prefix + ended_by_status(episode.ended_by))
         self.episode_finished.emit(episode)
 

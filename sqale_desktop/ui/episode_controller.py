@@ -1,0 +1,135 @@
+"""Where a running episode's items go: to the chat of the tab that asked, and to the history.
+
+The agent runner hands over what its thread produced (``AgentRunner.deliver_to`` times that);
+this object knows which tab each episode belongs to, writes the question and the finished episode
+to the conversation history, and tells the window through signals, which only updates its chrome
+(status bar, tab marks, the grid the answer opens in).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.ui.agent_runner import (
+    AgentRunner,
+    EngineFactory,
+    EpisodeDone,
+    EpisodeFailed,
+    EpisodeFn,
+    EventItem,
+    Item,
+)
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.episode_view import EpisodeView
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Live:
+    page: DatabasePage
+    view: EpisodeView
+    entry_id: int | None
+    recording: bool = False
+
+
+class EpisodeController(QObject):
+    """Routes the runner's items to pages and history.
+
+    Signals:
+        running_changed(): an episode started or ended (tab marks and Ask buttons follow).
+        context_used(int): the running episode's prompt grew to this many tokens.
+        finished(object, object, str, bool): (page, Episode or None, error or "", recording) once an
+            episode is over and its page and history have it.
+    """
+
+    running_changed = Signal()
+    context_used = Signal(int)
+    finished = Signal(object, object, str, bool)
+
+    def __init__(self, runner: AgentRunner, history: Any, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.runner = runner
+        self.history = history
+        self._live: dict[int, _Live] = {}
+        runner.deliver_to(self.apply)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._live)
+
+    def running_page(self) -> DatabasePage | None:
+        """The tab whose episode is running, if one is."""
+        return next((live.page for live in self._live.values()), None)
+
+    def start(
+        self,
+        page: DatabasePage,
+        question: str,
+        override: tuple[EngineFactory, EpisodeFn] | None = None,
+        recording: bool = False,
+    ) -> int:
+        """Queue ``question`` for ``page``: the chat shows it, the history keeps it; its id."""
+        entry_id = None
+        # A recording is a demonstration, not the user's conversation: it is not kept in the history
+        # (restored, it would read as the model's own answer).
+        if self.history is not None and page.conversation_id is not None and not recording:
+            try:
+                entry_id = self.history.add_question(page.conversation_id, question)
+            except Exception as exc:  # history trouble must not stop the question
+                log.warning("could not record the question: %s", exc)
+        view = page.chat.begin(question, recording=recording)
+        if override is not None:
+            episode_id = self.runner.ask(question, page.path, *override)
+        else:
+            episode_id = self.runner.ask(question, page.path)
+        self._live[episode_id] = _Live(page, view, entry_id, recording)
+        self.running_changed.emit()
+        return episode_id
+
+    def apply(self, items: list[Item]) -> None:
+        """Hand each episode's events to its page in one batch; end episodes that are over."""
+        batch: dict[int, list[Event]] = {}
+        for item in items:
+            if isinstance(item, EventItem):
+                batch.setdefault(item.episode_id, []).append(item.event)
+                if isinstance(item.event, BudgetUpdated):
+                    self.context_used.emit(item.event.episode_tokens)
+                continue
+            self._flush(batch)
+            batch = {}
+            if isinstance(item, EpisodeFailed):
+                self._over(item.episode_id, None, str(item.error) or type(item.error).__name__)
+            elif isinstance(item, EpisodeDone):
+                self._over(item.episode_id, None, None)
+                self.running_changed.emit()
+        self._flush(batch)
+
+    def _flush(self, batch: dict[int, list[Event]]) -> None:
+        for episode_id, events in batch.items():
+            live = self._live.get(episode_id)
+            if live is None:
+                continue
+            live.page.chat.apply(events)
+            for event in events:
+                if isinstance(event, EpisodeEnded):
+                    self._over(episode_id, event.episode, None)
+
+    def _over(self, episode_id: int, episode: Episode | None, error: str | None) -> None:
+        live = self._live.pop(episode_id, None)
+        if live is None:
+            return
+        self.running_changed.emit()
+        if live.page.chat.current is live.view:
+            live.page.chat.end(episode, error)
+        if episode is not None and live.entry_id is not None and self.history is not None:
+            try:
+                self.history.finish_episode(live.entry_id, episode)
+            except Exception as exc:
+                log.warning("could not save the episode: %s", exc)
+        self.finished.emit(live.page, episode, error or "", live.recording)
