@@ -1,0 +1,80 @@
+"""The episode controller routes a runner's items to the tab that asked and to the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core.agent.events import Episode, Event, TurnStarted
+from sqale_desktop.core.engines.replay import ReplayEngine
+from sqale_desktop.core.history import History
+from sqale_desktop.core.runtime import episode_fn, open_tool_database
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.agent_runner import AgentRunner
+from sqale_desktop.ui.episode_controller import EpisodeController
+
+SCRIPT = [
+    '</think>{"tool": "list_tables"}',
+    '</think>{"tool": "submit_sql", "args": {"sql": "SELECT COUNT(*) FROM Genre"}}',
+]
+
+
+class FakeChat:
+    """What the controller asks of a page's chat, recorded."""
+
+    def __init__(self) -> None:
+        self.current: Any = None
+        self.events: list[Event] = []
+        self.ended: list[tuple[Episode | None, str | None]] = []
+
+    def begin(self, question: str, recording: bool = False) -> object:
+        self.current = object()
+        return self.current
+
+    def apply(self, events: list[Event]) -> None:
+        self.events.extend(events)
+
+    def end(self, episode: Episode | None, error: str | None) -> None:
+        self.ended.append((episode, error))
+
+
+class FakePage:
+    def __init__(self, path: Path, conversation_id: int | None) -> None:
+        self.path, self.conversation_id, self.chat = path, conversation_id, FakeChat()
+
+
+@pytest.mark.parametrize("recording", [False, True])
+def test_events_reach_the_asking_page_and_the_history(
+    qtbot: Any, chinook: Path, tmp_path: Path, recording: bool
+) -> None:
+    history = History(tmp_path / "h.sqlite")
+    conversation = history.conversation_for(chinook, title=chinook.name)
+    runner = AgentRunner(
+        lambda: ReplayEngine(SCRIPT), episode_fn(Settings()), lambda p: open_tool_database(p, 5.0)
+    )
+    controller = EpisodeController(runner, history)
+    asking, other = FakePage(chinook, conversation.id), FakePage(chinook, None)
+    finished: list[tuple[Any, Any, str, bool]] = []
+    controller.finished.connect(lambda *args: finished.append(args))
+    contexts: list[int] = []
+    controller.context_used.connect(contexts.append)
+    try:
+        controller.start(asking, "How many genres?", recording=recording)  # type: ignore[arg-type]
+        assert controller.busy and controller.running_page() is asking
+        qtbot.waitUntil(lambda: bool(finished), timeout=20_000)
+    finally:
+        assert runner.shutdown()
+    page, episode, error, was_recording = finished[0]
+    assert (page, error, was_recording) == (asking, "", recording)
+    assert (episode.ended_by, episode.sql) == ("submit_sql", "SELECT COUNT(*) FROM Genre")
+    assert not controller.busy and controller.running_page() is None
+    assert any(isinstance(e, TurnStarted) for e in asking.chat.events) and other.chat.events == []
+    assert asking.chat.ended == [(episode, None)]
+    assert contexts and contexts == sorted(contexts)
+    entries = history.entries(conversation.id)
+    if recording:  # a demonstration is not the user's conversation
+        assert entries == []
+    else:
+        assert [(e.question, e.ended_by) for e in entries] == [("How many genres?", "submit_sql")]
