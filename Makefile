@@ -36,7 +36,7 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.test-installed
 	$(BIN)/ruff check sqale_desktop tests benchmarks
-	$(BIN)/mypy sqale_desktop/core
+	$(BIN)/mypy sqale_desktop
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 

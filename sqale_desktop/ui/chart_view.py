@@ -117,18 +117,21 @@ class ChartView(QWidget):
         self._columns = list(columns)
         self._rows = rows
         self._complete = complete
-        self.render()
+        self.redraw()
 
     def set_kind(self, kind: ChartKind) -> None:
         self._chosen = kind
-        self.render()
+        self.redraw()
 
     def _kind_chosen(self) -> None:
         self.set_kind(self.kind_box.currentData())
 
     # drawing ---------------------------------------------------------------------------------
-    def render(self) -> str:
-        """Draw the plan for the current rows; returns (and shows) the status line."""
+    def redraw(self) -> str:
+        """Draw the plan for the current rows; returns (and shows) the status line.
+
+        Not named ``render``: that is ``QWidget.render(paint_device, ...)``, which Qt and grabbing
+        code call with arguments, so shadowing it would break them."""
         plot = self.plot.getPlotItem()
         plot.clear()
         if plot.legend is not None:
@@ -146,6 +149,7 @@ class ChartView(QWidget):
             self._enable(False)
             return self._say(text)
         self.kind_box.setCurrentIndex(CHART_KINDS.index(plan.kind))
+        categories: list[str]
         if plan.x is None:
             xs, categories = np.arange(len(rows), dtype=float), []
         elif plan.x_kind == "number":
@@ -161,8 +165,8 @@ class ChartView(QWidget):
         self._set_bottom_axis("date" if plan.x_kind == "date" else "number")
         colours = SERIES_COLOURS_DARK if is_dark() else SERIES_COLOURS
         if len(plan.ys) > 1:
-            text = QApplication.palette().color(QPalette.ColorRole.Text)
-            plot.addLegend(offset=(10, 10), labelTextColor=text, brush=self.plot.backgroundBrush())
+            text_colour = QApplication.palette().color(QPalette.ColorRole.Text)
+            plot.addLegend(offset=(10, 10), labelTextColor=text_colour, brush=self.plot.backgroundBrush())
         width = 0.8 / len(plan.ys)
         for n, column in enumerate(plan.ys):
             ys = _numbers(column, rows[:shown])
@@ -333,7 +337,9 @@ def _tick(name: str, limit: int = 18) -> str:
 def write_export(path: Path, payload: QImage | bytes) -> Path:
     """Write a rendered chart (a pool job's work: QImage is safe to save off the UI thread)."""
     if isinstance(payload, QImage):
-        if not payload.save(str(path), "PNG"):
+        # PySide6's stubs say the format is bytes, but at run time it takes only str (bytes
+        # raise ValueError; checked on PySide6 6.11), so the stub is wrong here, not the call.
+        if not payload.save(str(path), "PNG"):  # type: ignore[call-overload]
             raise OSError(f"could not write {path}")
     else:
         path.write_bytes(payload)

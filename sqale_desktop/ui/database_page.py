@@ -159,7 +159,7 @@ class DatabasePage(QWidget):
             highlighter.refresh_palette()
         if self.sql.chart is not None:  # the chart's background and pens follow the palette too
             self.sql.chart.apply_palette()
-            self.sql.chart.render()
+            self.sql.chart.redraw()
 
     def _mark_grid_stale(self, error: str | None) -> None:
         """A failed statement leaves the previous result greyed out and labelled, never passing

@@ -8,12 +8,13 @@ is also reachable (and tested) without opening a menu.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMenu
 
-from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS
+from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS, TextFormat
 
 if TYPE_CHECKING:
     from sqale_desktop.ui.sql_panel import ResultGrid
@@ -31,6 +32,17 @@ def _short(name: str, limit: int = 32) -> str:
     return name if len(name) <= limit else name[: limit // 2 - 1] + "…" + name[-(limit // 2) + 1 :]
 
 
+def _copy_as(grid: ResultGrid, fmt: TextFormat) -> Callable[[], object]:
+    """A slot bound to one format (instead of ``lambda f=fmt: ...``, which mypy cannot type and
+    which Qt could fill with the action's ``checked`` argument)."""
+    return lambda: grid.copy_as(fmt, header=True)
+
+
+def _export(grid: ResultGrid, key: str) -> Callable[[], object]:
+    """A slot bound to one export choice (see ``_copy_as``)."""
+    return lambda: grid.export_requested.emit(key)
+
+
 def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     """The menu for a right-click on ``column`` (-1: outside any column)."""
     menu = QMenu(grid)
@@ -39,7 +51,7 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     menu.addAction("Copy with headers", lambda: grid.copy_as("tsv", header=True))
     copy_as = menu.addMenu("Copy as")
     for fmt in TEXT_FORMATS:
-        copy_as.addAction(FORMAT_NAMES[fmt], lambda f=fmt: grid.copy_as(f, header=True))
+        copy_as.addAction(FORMAT_NAMES[fmt], _copy_as(grid, fmt))
     columns = grid.column_names()
     has_rows = grid.model() is not None and grid.model().rowCount() > 0
     for action in (copy, *menu.actions()[1:]):
@@ -69,5 +81,5 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     export = menu.addMenu("Export whole result")
     export.setEnabled(bool(columns))
     for key, label in EXPORT_CHOICES:
-        export.addAction(label, lambda k=key: grid.export_requested.emit(k))
+        export.addAction(label, _export(grid, key))
     return menu
