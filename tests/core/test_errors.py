@@ -10,12 +10,12 @@ import sqlite3
 import pytest
 
 import sqale_desktop.core
-from sqale_desktop.core.agent.toolspec import CallError
 from sqale_desktop.core.db.errors import DatabaseError, QueryTimeout
 from sqale_desktop.core.engines.base import EngineError
 from sqale_desktop.core.errors import KnownError, is_known
 from sqale_desktop.core.models.errors import ModelError
 from sqale_desktop.core.secrets import SecretError
+from sqale_desktop.core.tools.arguments import CallError
 
 # Run as a child process's main (``python -m``): importing them is not the point of the test.
 _NOT_IMPORTED = {"sqale_desktop.core.models.convert.verify", "sqale_desktop.core.models.convert.quantize"}

@@ -15,7 +15,8 @@ from typing import Any
 
 import sqlparse
 
-from sqale_desktop.core.agent.toolspec import TOOL_SPECS, CallError, check_call
+from sqale_desktop.core.tools.arguments import CallError, read_call
+from sqale_desktop.core.tools.specs import SPECS_BY_NAME
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -110,7 +111,7 @@ def find_calls(answer: str) -> list[ParsedCall]:
 def _call_from_object(obj: dict[str, Any], raw: str) -> ParsedCall | None:
     if "tool" in obj:
         tool = obj["tool"]
-    elif isinstance(obj.get("name"), str) and obj["name"] in TOOL_SPECS:
+    elif isinstance(obj.get("name"), str) and obj["name"] in SPECS_BY_NAME:
         tool = obj["name"]
     else:
         return None  # a JSON object that is not a call (an example row, an args object on its own)
@@ -122,7 +123,7 @@ def _call_from_object(obj: dict[str, Any], raw: str) -> ParsedCall | None:
         args = {key: value for key, value in obj.items() if key not in ("tool", "name")}
     name = tool if isinstance(tool, str) else ""
     try:
-        name, cleaned = check_call(tool, args)
+        name, cleaned = read_call(tool, args)
     except CallError as exc:
         return ParsedCall(name, args if isinstance(args, dict) else {}, raw, str(exc))
     return ParsedCall(name, cleaned, raw)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqale_desktop.core.agent.parser import extract_final_sql, find_calls, parse_completion, split_think
-from sqale_desktop.core.agent.toolspec import TOOL_NAMES
+from sqale_desktop.core.tools.specs import TOOL_NAMES
 
 
 def _calls(text: str) -> list[tuple[str, dict[str, object], str | None]]:

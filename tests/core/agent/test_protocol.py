@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 from sqale_desktop.core.agent.protocol import AgentProtocol, fill_template, load_protocol
-from sqale_desktop.core.agent.toolspec import TOOL_SPECS
 from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.tools.specs import TOOL_SPECS
 
 
 def test_builtin_system_prompt_lists_every_tool_with_its_arguments_and_a_plan() -> None:
     prompt = AgentProtocol().system_prompt
-    for spec in TOOL_SPECS.values():
-        signature = spec.name + (f"({', '.join(p.name for p in spec.params)})" if spec.params else "")
+    for spec in TOOL_SPECS:
+        signature = spec.name + (f"({', '.join(a.name for a in spec.args)})" if spec.args else "")
         assert signature in prompt
         assert f'{{"tool": "{spec.name}", "args": {{' in prompt
     assert "Execution plan" in prompt
