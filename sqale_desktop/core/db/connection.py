@@ -12,19 +12,18 @@ handler cannot reach in time (few, expensive VM instructions) is stopped by the 
 
 from __future__ import annotations
 
-import re
 import sqlite3
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqale_desktop.core.db import shm
+from sqale_desktop.core.db.cursor import QueryCursor
 from sqale_desktop.core.db.errors import (
     CorruptDatabase,
     DatabaseError,
@@ -35,7 +34,6 @@ from sqale_desktop.core.db.errors import (
     QueryFailed,
     QueryInterrupted,
     QueryTimeout,
-    ResultTooLarge,
     StatementTooLong,
 )
 from sqale_desktop.core.db.guard import (
@@ -45,13 +43,10 @@ from sqale_desktop.core.db.guard import (
     leading_keyword,
     refuse_by_keyword,
 )
+from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Link, fetch_within, prepare_text
 from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, inspect_file, sqlite_uri
-from sqale_desktop.core.db.printf_guard import PrintfGuard
 from sqale_desktop.core.db.printf_guard import install as install_printf_guard
 from sqale_desktop.core.db.watchdog import GRACE_S, Watchdog
-
-if TYPE_CHECKING:
-    from sqale_desktop.core.db.cursor import QueryCursor
 
 DEFAULT_TIME_LIMIT_S = 10.0
 # VM instructions between progress-handler calls: small enough that a runaway query stops within
@@ -63,9 +58,6 @@ DEFAULT_CURSOR_CAP = 100_000
 # cut-down cell); the bound keeps zeroblob()/randomblob() rows cheap enough that the time limit,
 # checked between rows, still holds.
 MAX_VALUE_BYTES = 64 * 1024 * 1024
-# Bytes of values one result (execute, or all pages of a cursor) may hold in memory: rows, not
-# just values, can otherwise fill memory (1,000 rows of zeroblob(6e7)).
-MAX_RESULT_BYTES = 256 * 1024 * 1024
 # The longest statement accepted, in characters.  Longer text is refused before anything parses
 # it: the keyword pre-check and SQLite's parser would otherwise spend seconds (or gigabytes) on it
 # outside the time limit, and nobody types or generates a megabyte of SQL to ask a question.
@@ -79,7 +71,6 @@ CLOSE_WAIT_S = 2.0
 # busy handler would wait inside one C call, deaf to Stop; retrying here keeps Stop and the time
 # limit in charge, so the connection's busy timeout is 0.
 LOCK_RETRY_S = 0.05
-_TRAILING_SEMICOLONS = re.compile(r";[\s;]*\Z")
 
 
 @dataclass
@@ -91,61 +82,6 @@ class QueryResult:
     row_count: int
     truncated: bool
     seconds: float
-
-
-@dataclass
-class _Link:
-    """One thread's connection and the state of the operation running on it."""
-
-    conn: sqlite3.Connection
-    guard: ReadOnlyGuard
-    thread: weakref.ref[threading.Thread]
-    deadline: float = 0.0
-    started_generation: int = 0
-    timed_out: bool = False
-    busy: bool = field(default=False)
-    # Set by the watchdog when it had to sqlite3_interrupt this connection (see watchdog.py).
-    hard_interrupted: bool = False
-    state: threading.Lock = field(default_factory=threading.Lock)
-    # Paged cursors still open on this connection: it outlives its thread until they close
-    # (the grid fetches pages on the GUI thread from a cursor a pool thread started).
-    open_cursors: int = 0
-    # The bounded printf of this connection (None where it could not be installed); it must live
-    # as long as the connection, which calls into it.
-    printf: PrintfGuard | None = None
-
-    def close(self) -> None:
-        self.conn.close()
-        if self.printf is not None:
-            self.printf.close()
-
-
-def value_bytes(row: tuple[Any, ...]) -> int:
-    """The memory a row's values take as Python objects (``sys.getsizeof``, summed in C: cheap)."""
-    return sum(map(sys.getsizeof, row))
-
-
-def fetch_within(cursor: sqlite3.Cursor, count: int, budget: int) -> tuple[list[tuple[Any, ...]], int]:
-    """Up to ``count`` rows of ``cursor`` and their ``value_bytes``; raise past ``budget`` bytes.
-
-    Rows are fetched one by one so that the check runs before the next row is made, and the
-    ``ResultTooLarge`` leaves nothing big behind.
-    """
-    rows: list[tuple[Any, ...]] = []
-    used = 0
-    for _ in range(count):
-        row = cursor.fetchone()
-        if row is None:
-            break
-        used += value_bytes(row)
-        if used > budget:
-            rows.clear()
-            raise ResultTooLarge(
-                f"the result holds more than {MAX_RESULT_BYTES // (1024 * 1024)} MB of values and was "
-                "stopped; select fewer rows or columns, or length()/substr() of large values"
-            )
-        rows.append(row)
-    return rows, used
 
 
 def _decode_text(raw: bytes) -> str:
@@ -179,11 +115,11 @@ class ReadOnlyDatabase:
         self._time_limit_s = DEFAULT_TIME_LIMIT_S
         self.time_limit_s = time_limit_s
         self._lock = threading.Lock()
-        self._links: dict[int, _Link] = {}
+        self._links: dict[int, Link] = {}
         self._generation = 0
         self._closed = False
         self._stop_requested_at = 0.0
-        self._retired: list[_Link] = []  # connections the watchdog interrupted, closed when idle
+        self._retired: list[Link] = []  # connections the watchdog interrupted, closed when idle
         self._watchdog = Watchdog(self._backstop)
         # (PRAGMA schema_version, Schema) of the last reading, kept by introspect.cached_schema
         self.schema_cache: tuple[int, Any] | None = None
@@ -217,7 +153,7 @@ class ReadOnlyDatabase:
         """
         if max_rows < 0:
             raise ValueError("max_rows must not be negative")
-        link = self._link()
+        link = self.link()
         started = time.perf_counter()
         with self.operation(link, sql):
             cursor = self.start(link, sql, params)
@@ -232,8 +168,6 @@ class ReadOnlyDatabase:
 
     def cursor(self, sql: str, *, max_rows: int = DEFAULT_CURSOR_CAP) -> QueryCursor:
         """Start a statement whose rows are handed out page by page (see ``QueryCursor``)."""
-        from sqale_desktop.core.db.cursor import QueryCursor  # the cursor module imports this one
-
         return QueryCursor(self, sql, max_rows=max_rows)
 
     @property
@@ -281,9 +215,9 @@ class ReadOnlyDatabase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- internals shared with the cursor and introspection ---------------------------------
+    # -- what the cursor and introspection use (link.LinkOwner) -------------------------------
 
-    def _link(self) -> _Link:
+    def link(self) -> Link:
         """This thread's connection, opened on first use."""
         key = threading.get_ident()
         with self._lock:
@@ -305,10 +239,19 @@ class ReadOnlyDatabase:
             self._links[key] = link
         return link
 
-    def _connect(self) -> _Link:
+    def cursor_opened(self, link: Link) -> None:
+        """A paged cursor now holds ``link``: keep it past its thread's end until the cursor closes."""
+        with self._lock:
+            link.open_cursors += 1
+
+    def cursor_closed(self, link: Link) -> None:
+        with self._lock:
+            link.open_cursors -= 1
+
+    def _connect(self) -> Link:
         conn = connect_readonly(self.path, immutable=self.immutable)
         guard = ReadOnlyGuard()
-        link = _Link(conn=conn, guard=guard, thread=weakref.ref(threading.current_thread()))
+        link = Link(conn=conn, guard=guard, thread=weakref.ref(threading.current_thread()))
         conn.set_authorizer(guard)
         check = self._progress_check(link)
         conn.set_progress_handler(check, PROGRESS_STEPS)
@@ -317,7 +260,7 @@ class ReadOnlyDatabase:
         )
         return link
 
-    def _progress_check(self, link: _Link) -> Callable[[], int]:
+    def _progress_check(self, link: Link) -> Callable[[], int]:
         def check() -> int:
             if self._generation != link.started_generation:
                 return 1
@@ -329,7 +272,7 @@ class ReadOnlyDatabase:
         return check
 
     @contextmanager
-    def operation(self, link: _Link, sql: str, *, new_statement: bool = True) -> Iterator[None]:
+    def operation(self, link: Link, sql: str, *, new_statement: bool = True) -> Iterator[None]:
         """Arm the time limit and the guard for one step of work, and translate SQLite errors.
 
         ``new_statement``: the work prepares ``sql`` (checked against the write keywords first);
@@ -383,7 +326,7 @@ class ReadOnlyDatabase:
                     link.conn.interrupt()
         return running
 
-    def _retire(self, link: _Link) -> None:
+    def _retire(self, link: Link) -> None:
         """Take an interrupted connection out of use: its thread gets a fresh one next time.
 
         Its paged cursors (interrupted too) may still be closed by their owners; the connection
@@ -398,7 +341,7 @@ class ReadOnlyDatabase:
                 return
         link.close()
 
-    def start(self, link: _Link, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+    def start(self, link: Link, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         """Prepare ``sql`` and step it once, trying again while another program holds the file locked.
 
         Call inside ``operation()``.  Waiting ends at the statement's deadline or at Stop, as any
@@ -416,7 +359,7 @@ class ReadOnlyDatabase:
                     raise DatabaseLocked(locked_message(self.name, self._time_limit_s)) from None
                 time.sleep(LOCK_RETRY_S)
 
-    def _translate(self, exc: sqlite3.Error, link: _Link, sql: str) -> DatabaseError:
+    def _translate(self, exc: sqlite3.Error, link: Link, sql: str) -> DatabaseError:
         message = str(exc)
         code = getattr(exc, "sqlite_errorname", "") or ""
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement at a time" in message:
@@ -473,11 +416,6 @@ def locked_message(name: str, waited_s: float) -> str:
         f"{name} is locked by another program that is writing to it or holds it exclusively "
         f"(waited {waited_s:g} s); try again when that program has finished or closed it"
     )
-
-
-def prepare_text(sql: str) -> str:
-    """``sql`` without a run of trailing semicolons, which SQLite would count as more statements."""
-    return _TRAILING_SEMICOLONS.sub("", sql)
 
 
 def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqale_desktop.core.db.connection import MAX_RESULT_BYTES, fetch_within
-
-if TYPE_CHECKING:
-    from sqale_desktop.core.db.connection import ReadOnlyDatabase
+from sqale_desktop.core.db.link import MAX_RESULT_BYTES, LinkOwner, fetch_within
 
 
 class QueryCursor:
@@ -25,12 +22,12 @@ class QueryCursor:
     row (or the cap) has been handed out, after which ``fetch_page`` returns ``[]``.
     """
 
-    def __init__(self, db: ReadOnlyDatabase, sql: str, *, max_rows: int) -> None:
+    def __init__(self, db: LinkOwner, sql: str, *, max_rows: int) -> None:
         if max_rows < 0:
             raise ValueError("max_rows must not be negative")
         self._db = db
         self._sql = sql
-        self._link = db._link()
+        self._link = db.link()
         self.max_rows = max_rows
         self.fetched = 0
         self.bytes = 0  # value bytes handed out so far, held to MAX_RESULT_BYTES
@@ -39,8 +36,7 @@ class QueryCursor:
         self._cursor: sqlite3.Cursor | None = None
         with db.operation(self._link, sql):
             self._cursor = db.start(self._link, sql)
-        with db._lock:
-            self._link.open_cursors += 1
+        db.cursor_opened(self._link)
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
         if not self.columns:
             self.close()
@@ -80,8 +76,7 @@ class QueryCursor:
             with contextlib.suppress(sqlite3.Error):
                 self._cursor.close()
             self._cursor = None
-            with self._db._lock:
-                self._link.open_cursors -= 1
+            self._db.cursor_closed(self._link)
 
     def __enter__(self) -> QueryCursor:
         return self

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.db.connection import ReadOnlyDatabase, _Link, open_readonly
+from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.errors import DatabaseError
+from sqale_desktop.core.db.link import Link
 from sqale_desktop.core.eval.metrics import Metric, Row, multiset_f1, prepare_sql, results_match
 from sqale_desktop.core.eval.questions import EvalQuestion
 
@@ -64,7 +65,7 @@ class Score:
 class _IgnoreUndecodable(ReadOnlyDatabase):
     """The read-only database with text decoded ignoring bad bytes, as the Spider script reads it."""
 
-    def _connect(self) -> _Link:
+    def _connect(self) -> Link:
         link = super()._connect()
         link.conn.text_factory = _decode_ignoring
         return link
