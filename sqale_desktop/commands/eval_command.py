@@ -273,7 +273,7 @@ def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], 
     GPU layers, threads) and the flags, as for ``ask`` and the window.
     """
     from sqale_desktop.commands.agent_commands import settings_from
-    from sqale_desktop.core.runtime import ModelChoice, resolve
+    from sqale_desktop.core.runtime import ModelChoice, fit_protocol, resolve
 
     settings = settings_from(args)
     model_dir = Path(args.model_dir) if args.model_dir else None
@@ -317,8 +317,11 @@ def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], 
     facts["model"] = _model_facts(runtime.model_path)
     facts["parameters"] = args.params or facts["model"].get("parameters")
     engine = runtime.factory()
-    facts["n_ctx"] = getattr(engine, "n_ctx", settings.n_ctx)
-    return (lambda question, index: engine), facts, runtime.protocol
+    n_ctx = getattr(engine, "n_ctx", settings.n_ctx)  # clamped to the model's training context
+    facts["n_ctx"] = n_ctx
+    # The harness runs the loop itself: the budgets follow the engine's context as in the window.
+    protocol = fit_protocol(runtime.protocol, n_ctx) or runtime.protocol
+    return (lambda question, index: engine), facts, protocol
 
 
 def _model_facts(path: Path) -> dict[str, Any]:

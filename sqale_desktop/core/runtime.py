@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core.agent import protocol as protocol_files
 from sqale_desktop.core.agent.events import Event
-from sqale_desktop.core.agent.protocol import AgentProtocol, load_protocol
+from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.engines.base import Engine, SamplingParams
 from sqale_desktop.core.settings import Settings
@@ -104,7 +105,8 @@ def resolve(settings: Settings, choice: ModelChoice | None = None) -> Runtime:
         else:
             factory = _local_factory(model_path, settings)
             description = f"{description or model_path.name} (not loaded yet)"
-    protocol = with_settings(load_protocol(model_dir), settings)
+    # Looked up at call time, so a test (or a caller) that replaces load_protocol is heard.
+    protocol = with_settings(protocol_files.load_protocol(model_dir), settings)
     return Runtime(
         factory, description, protocol, episode_fn(settings, protocol), settings, model_path, model_dir
     )
