@@ -114,6 +114,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small qwen35 shape, fewer tokens")
     parser.add_argument("--model", type=Path, help="measure this GGUF instead of the synthetic one")
     parser.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
+    parser.add_argument(
+        "--layers",
+        help="comma-separated layer settings to measure instead of 0,half,all (e.g. 'all' on a slow device)",
+    )
     args = parser.parse_args()
 
     import llama_cpp
@@ -124,6 +128,8 @@ def main() -> int:
     n_layers = footprint.n_layers if footprint else 0
     offloads = bool(llama_cpp.llama_supports_gpu_offload()) and bool(devices)
     plan: list[GpuLayers] = [0, max(n_layers // 2, 1), "all"] if offloads else [0]
+    if args.layers:
+        plan = [int(item) if item.isdigit() else "all" for item in args.layers.split(",")]
     rows = []
     for layers in plan:
         row = measure(path, layers, args.threads, args.quick)
