@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
-from sqale_desktop.core.db.introspect import Schema, load_schema
+from sqale_desktop.core.db.introspect import Schema, cached_schema
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeFn
@@ -291,7 +291,7 @@ class MainWindow(QMainWindow):
         def job(_ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema]:
             db = open_readonly(path, time_limit_s=time_limit)
             try:
-                return db, load_schema(db)
+                return db, cached_schema(db)  # the tools reuse it: read a large schema once
             except BaseException:
                 db.close()
                 raise
