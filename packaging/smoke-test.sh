@@ -139,7 +139,8 @@ grep -q "\"tabs\": \[\"$CHINOOK\"\]" <<<"$ready" || fail "the installed launcher
 # Uninstall with the script the tarball ships (it is not copied into the install).
 tar -C "$WORK" -xzf "${tarballs[0]}" sqale-desktop/install.sh
 "${IENV[@]}" sh "$WORK/sqale-desktop/install.sh" --uninstall | sed 's/^/   | /'
-left=$(cd "$L" && find . -name '*sqale-desktop*' | grep -v '^./share/sqale-desktop' || true)
+# The user's own data stays, as the uninstaller says: settings and history (share/) and the log (state/).
+left=$(cd "$L" && find . -name '*sqale-desktop*' | grep -v -e '^./share/sqale-desktop' -e '^./state/sqale-desktop' || true)
 [ -z "$left" ] || fail "uninstall left: $left"
 
 step "the .deb: metadata, layout, and the program inside it"
