@@ -7,8 +7,6 @@ filled gigabytes (rows of zeroblob) or spent minutes in the keyword pre-check (h
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from sqale_desktop.core.db.errors import ResultTooLarge, StatementTooLong
 from sqale_desktop.core.db.guard import leading_words, refuse_by_keyword
 from sqale_desktop.core.db.printf_guard import PRINTF_WIDTH_BUDGET, requested_width
 from sqale_desktop.core.tools.toolbox import ToolBox
+from tests.core.db.running import run_in_thread, wait_until_busy
 
 PRINTF_BOMB = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 5) "
@@ -107,19 +106,9 @@ def test_stop_ends_a_printf_heavy_statement(bombs: Path) -> None:
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
         f"SELECT count(printf('%.*c', {PRINTF_WIDTH_BUDGET}, 'x')) FROM c"
     )
-    errors: list[BaseException] = []
     with open_readonly(bombs, time_limit_s=60) as db:
-
-        def work() -> None:
-            try:
-                db.execute(sql)
-            except BaseException as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=work)
-        thread.start()
-        while not db.busy:
-            time.sleep(0.005)
+        thread, errors = run_in_thread(db, sql)
+        wait_until_busy(db, thread)
         db.interrupt()
         thread.join(timeout=30)
     assert [type(e) for e in errors] == [QueryInterrupted]
@@ -174,19 +163,9 @@ def test_the_time_limit_holds_between_progress_checks(bombs: Path) -> None:
 
 
 def test_stop_holds_between_progress_checks(bombs: Path) -> None:
-    errors: list[BaseException] = []
     with open_readonly(bombs, time_limit_s=60) as db:
-
-        def work() -> None:
-            try:
-                db.execute(FEW_EXPENSIVE_STEPS)
-            except BaseException as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=work)
-        thread.start()
-        while not db.busy:
-            time.sleep(0.005)
+        thread, errors = run_in_thread(db, FEW_EXPENSIVE_STEPS)
+        wait_until_busy(db, thread)
         db.interrupt()
         thread.join(timeout=60)
         assert [type(e) for e in errors] == [QueryInterrupted]

@@ -3,13 +3,13 @@ connection usable; interrupt() works from any thread and only hits what is runni
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, ReadOnlyDatabase, open_readonly
+from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, open_readonly
+from tests.core.db.running import run_in_thread, wait_until_busy
 
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
@@ -32,37 +32,17 @@ def test_time_limit_is_settable(chinook: Path) -> None:
             db.time_limit_s = 0
 
 
-def _run_in_thread(db: ReadOnlyDatabase, sql: str) -> tuple[threading.Thread, list[BaseException]]:
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            db.execute(sql)
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    return thread, errors
-
-
-def _wait_until_busy(db: ReadOnlyDatabase, thread: threading.Thread) -> None:
-    while not db.busy:
-        assert thread.is_alive(), "the query ended before it could be interrupted"
-        time.sleep(0.005)
-
-
 def test_interrupt_from_another_thread(chinook: Path) -> None:
     with open_readonly(chinook, time_limit_s=60) as db:
-        thread, errors = _run_in_thread(db, RUNAWAY)
-        _wait_until_busy(db, thread)
+        thread, errors = run_in_thread(db, RUNAWAY)
+        wait_until_busy(db, thread)
         db.interrupt()
         thread.join(timeout=30)
         assert not thread.is_alive()
         assert len(errors) == 1 and isinstance(errors[0], QueryInterrupted)
         assert str(errors[0]) == "the query was cancelled"
         # The worker's connection stays usable, and so does this thread's.
-        thread2, errors2 = _run_in_thread(db, "SELECT count(*) FROM Track")
+        thread2, errors2 = run_in_thread(db, "SELECT count(*) FROM Track")
         thread2.join(timeout=30)
         assert errors2 == []
         assert db.execute("SELECT 1").rows == [(1,)]
@@ -81,9 +61,9 @@ def test_interrupt_before_a_query_does_not_cancel_it(chinook: Path) -> None:
 def test_each_thread_has_its_own_connection_and_interrupt_reaches_them_all(chinook: Path) -> None:
     with open_readonly(chinook, time_limit_s=60) as db:
         db.execute("SELECT 1")
-        runs = [_run_in_thread(db, RUNAWAY) for _ in range(2)]
+        runs = [run_in_thread(db, RUNAWAY) for _ in range(2)]
         for thread, _ in runs:
-            _wait_until_busy(db, thread)
+            wait_until_busy(db, thread)
         while sum(link.busy for link in db._links.values()) < 2:
             time.sleep(0.005)
         assert len(db._links) == 3
@@ -102,8 +82,8 @@ def test_huge_single_values_are_refused_not_allocated(chinook: Path) -> None:
 
 def test_close_interrupts_a_running_query(chinook: Path) -> None:
     db = open_readonly(chinook, time_limit_s=60)
-    thread, errors = _run_in_thread(db, RUNAWAY)
-    _wait_until_busy(db, thread)
+    thread, errors = run_in_thread(db, RUNAWAY)
+    wait_until_busy(db, thread)
     db.close()
     thread.join(timeout=30)
     assert [type(e) for e in errors] == [QueryInterrupted]

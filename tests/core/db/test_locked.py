@@ -7,8 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 
 from sqale_desktop.core.db import DatabaseUnreadable, QueryInterrupted, open_readonly
 from sqale_desktop.core.db.errors import DatabaseLocked
+from tests.core.db.running import run_in_thread, wait_until_busy
 
 HOLDER = r"""
 import sqlite3, sys
@@ -95,18 +94,8 @@ def test_a_file_locked_after_opening_waits_then_says_so_or_stops(tmp_path: Path)
             with pytest.raises(DatabaseLocked, match=r"waited 0\.3 s"):
                 db.execute("SELECT * FROM t")
             db.time_limit_s = 60
-            errors: list[BaseException] = []
-
-            def work() -> None:
-                try:
-                    db.execute("SELECT * FROM t")
-                except BaseException as exc:
-                    errors.append(exc)
-
-            thread = threading.Thread(target=work)
-            thread.start()
-            while not db.busy:
-                time.sleep(0.005)
+            thread, errors = run_in_thread(db, "SELECT * FROM t")
+            wait_until_busy(db, thread)
             db.interrupt()
             thread.join(timeout=30)
             assert [type(e) for e in errors] == [QueryInterrupted]
