@@ -187,18 +187,6 @@ def gpu_layer_attempts(
     return attempts
 
 
-def _block_count(path: Path) -> int | None:
-    """``{arch}.block_count`` from the GGUF header, to know how many layers "all" means."""
-    try:
-        import gguf
-
-        reader = gguf.GGUFReader(path)
-        arch = reader.fields["general.architecture"].contents()
-        return int(reader.fields[f"{arch}.block_count"].contents())
-    except (KeyError, ValueError, OSError):
-        return None
-
-
 def _rss_bytes() -> tuple[int, int]:
     """(resident, file-backed resident) bytes of this process on Linux; zeros where unknown.
 
@@ -339,11 +327,14 @@ class LlamaEngine:
             # A GPU build on a machine without a usable device: llama.cpp would run on the CPU anyway.
             supports = False
         device = offload.combined(devices or [])
+        # One read of the header (seconds on a large file): how many layers "all" means, and for
+        # "auto" what each costs on the device.
+        footprint = offload.read_footprint(self.model_path) if supports else None
         attempts = gpu_layer_attempts(
             self.requested_gpu_layers,
             supports,
-            _block_count(self.model_path) if supports else None,
-            self._layers_that_fit(device) if supports else None,
+            footprint.n_layers if footprint is not None else None,
+            self._layers_that_fit(device, footprint),
         )
         rss_before, file_before = _rss_bytes()
         errors: list[str] = []
@@ -454,12 +445,11 @@ class LlamaEngine:
 
     # -- Engine protocol -------------------------------------------------------------------
 
-    def _layers_that_fit(self, device: offload.OffloadDevice | None) -> int | None:
+    def _layers_that_fit(
+        self, device: offload.OffloadDevice | None, footprint: offload.ModelFootprint | None
+    ) -> int | None:
         """For "auto": the layers whose weights, KV and recurrent state fit the device's free memory."""
-        if device is None or self.requested_gpu_layers != "auto":
-            return None
-        footprint = offload.read_footprint(self.model_path)
-        if footprint is None:
+        if device is None or footprint is None or self.requested_gpu_layers != "auto":
             return None
         free = device.free_bytes
         if self.gpu_memory_limit is not None:

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.cpu_info import _linux_physical_cores, physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import _block_count, gpu_layer_attempts
+from sqale_desktop.core.engines.llama_cpp_engine import gpu_layer_attempts
 from sqale_desktop.core.engines.llama_sampler import sampler_order
+from sqale_desktop.core.engines.offload import read_footprint
 from sqale_desktop.core.engines.qwen35_layout import (
     QWEN35_2B,
     Qwen35Shape,
@@ -115,10 +116,11 @@ def test_any_text_round_trips_through_the_tiny_vocabulary(tiny_llama: llama_cpp.
 
 
 def test_block_count_is_read_from_the_header(tiny_path: Path, tmp_path: Path) -> None:
-    assert _block_count(tiny_path) == 4
+    footprint = read_footprint(tiny_path)
+    assert footprint is not None and footprint.n_layers == 4
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a gguf file")
-    assert _block_count(junk) is None
+    assert read_footprint(junk) is None
 
 
 def test_gpu_layer_attempts_end_on_the_cpu() -> None:
