@@ -7,11 +7,34 @@ names vLLM and llama-server read (``repetition_penalty`` / ``repeat_penalty``), 
 strings and ``max_tokens``.  The answer is streamed (server-sent events) and text deltas are
 yielded as they arrive.
 
+Transport: ``httpx2``, the maintained successor of httpx that the app already carries for the
+model hub (``huggingface_hub`` is built on it), so there is one HTTP stack in the app, not two.
+Server-sent events are parsed by httpx2's own ``EventSource`` (derived from httpx-sse), which
+follows the WHATWG event-stream rules: CRLF, CR and LF line ends (a CR at the end of one network
+chunk paired with an LF at the start of the next), ``:`` comment lines ignored, several ``data:``
+lines joined with ``"\\n"``, ``event:``/``id:``/``retry:`` fields.  Where it departs from the
+spec, this module covers it:
+
+- it decodes with the ``Content-Type`` charset and keeps a leading byte-order mark, which would
+  hide the first field (``"\\ufeffdata"``); the spec says UTF-8 always, one leading BOM dropped, so
+  the response's encoding is set to ``utf-8-sig`` before the stream is read;
+- it dispatches events that carry only ``id:``/``retry:``/``event:`` lines (the spec dispatches
+  only events with data): events without data are skipped here;
+- ``retry:`` is read with ``int()``, which also takes signs and underscores; a completion stream is
+  never resumed, so the field is not used here at all;
+- a CR that ends a network read is held until the next read (it may be the first half of a CRLF),
+  so a server that ends its lines with a lone CR has each event yielded one read late: a matter of
+  latency only, with no server known to do it, left as it is.
+
 The API key is handed in by the caller (the app keeps it in the keyring); it is only ever put in
 the ``Authorization`` header: never logged, never in an exception message.
 
-Cancelling: a watcher thread shuts the socket down as soon as ``cancel`` is set, so a stalled or
-slow server cannot delay a Stop (the read in progress ends at once).
+Cancelling: closing an httpx response from another thread does not end a read already blocked in
+``recv`` (on Linux, ``close`` does not wake it), so a watcher thread shuts the socket itself down
+as soon as ``cancel`` is set; the blocked read then returns at once, whether the server is
+prefilling (no headers yet) or stalled mid-stream.  The socket is handed over by httpcore's
+``trace`` request extension (``connection.connect_tcp.complete`` / ``start_tls.complete``), the
+earliest point it exists, so a Stop during a long prefill is as prompt as one mid-stream.
 
 Token counts come from the server's ``usage`` (asked for with ``stream_options.include_usage``);
 servers that do not report usage get approximate counts (one token per streamed chunk for
@@ -21,15 +44,17 @@ completions, words and punctuation for the prompt).
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
+
+import httpx2
 
 from sqale_desktop.core.engines.base import (
     STOP_STRINGS,
@@ -44,6 +69,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 300.0  # a CPU server may take minutes to prefill a long prompt
 _WATCH_INTERVAL_S = 0.02
 _MAX_ERROR_BODY = 4000
+_MAX_LISTING = _MAX_ERROR_BODY * 16
 
 
 class OpenAIEngine:
@@ -63,16 +89,24 @@ class OpenAIEngine:
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise EngineError(f"not a server address: {base_url!r} (expected http://host:port)")
+        try:
+            port = parts.port
+        except ValueError:
+            raise EngineError(f"not a server address: {base_url!r} (the port is not a number)") from None
         self.base_url = base_url.strip().rstrip("/")
         path = parts.path.rstrip("/")
-        self._prefix = path if path.endswith("/v1") else f"{path}/v1"
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port
+        prefix = path if path.endswith("/v1") else f"{path}/v1"
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        # Built from host and port only: user info in the address is never turned into credentials
+        # (httpx would send it as Basic auth over the Authorization header), query and fragment
+        # are dropped, as with the http.client transport this replaced.
+        self._root = f"{parts.scheme}://{host}{f':{port}' if port else ''}{prefix}"
         self._api_key = api_key or None
         self._model = model
         self._timeout_s = timeout_s
         self._template = template
+        self._tls: ssl.SSLContext | None = None
+        self._tls_lock = threading.Lock()
 
     def describe(self) -> str:
         return f"server {self.base_url}"
@@ -92,7 +126,7 @@ class OpenAIEngine:
 
     def _discover_model(self) -> str:
         try:
-            status, body = self._request("GET", "/models")
+            status, body = self._get("/models")
         except EngineError as exc:
             _log.info("could not list the server's models: %s", exc)
             return ""
@@ -105,30 +139,38 @@ class OpenAIEngine:
             return ""
         return first if isinstance(first, str) else ""
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout_s)
-        return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout_s)
+    def _client(self) -> httpx2.Client:
+        """A client for one request: every request has its own connection, closed when it ends.
+
+        ``trust_env=False``: proxies from the environment are not used (a local server must not be
+        routed through one, and the transport this replaced never did).  The TLS context does read
+        ``SSL_CERT_FILE``/``SSL_CERT_DIR``, as that transport did; it is made once per engine, since
+        building one loads the system's certificates.
+        """
+        with self._tls_lock:
+            if self._tls is None:
+                self._tls = httpx2.create_ssl_context()
+        return httpx2.Client(timeout=httpx2.Timeout(self._timeout_s), verify=self._tls, trust_env=False)
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # identity: a compressed event stream could be held back by the decompressor
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
-    def _request(self, method: str, path: str) -> tuple[int, bytes]:
+    def _get(self, path: str) -> tuple[int, bytes]:
         """A small non-streaming request (model listing)."""
-        conn = self._connection()
         try:
-            conn.request(method, self._prefix + path, headers=self._headers())
-            response = conn.getresponse()
-            return response.status, response.read(_MAX_ERROR_BODY * 16)
-        except (OSError, http.client.HTTPException) as exc:
+            with (
+                self._client() as client,
+                client.stream("GET", self._root + path, headers=self._headers()) as r,
+            ):
+                return r.status_code, _read_capped(r, _MAX_LISTING)
+        except httpx2.HTTPError as exc:
             raise EngineError(
                 self.redact(f"cannot reach the server at {self.base_url}: {_reason(exc)}")
             ) from None
-        finally:
-            conn.close()
 
     def redact(self, text: str) -> str:
         """``text`` with the API key blanked out, for messages that quote a server's answer."""
@@ -156,58 +198,57 @@ class OpenAISession(TextPromptSession):
             self._finish = "cancelled"
             return
         engine = self._engine
+        # Serialised here, not with httpx's json=: ASCII escapes keep a lone surrogate in the
+        # prompt encodable, and the bytes on the wire stay those of the earlier transport.
         body = json.dumps(self._body(max_tokens, sampling)).encode("utf-8")
-        conn = engine._connection()
-        done = threading.Event()
         self._finish = "stop"
         usage: dict[str, Any] | None = None
         chunks = 0
+        answered = False
         started = time.perf_counter()
+        hangup = _Hangup(cancel)
         try:
-            try:
-                conn.connect()
-                # http.client drops its own reference once a "Connection: close" response starts,
-                # so the watcher keeps the socket itself.
-                watcher = threading.Thread(
-                    target=_watch, args=(conn.sock, cancel, done), daemon=True, name="openai-cancel"
-                )
-                watcher.start()
-                conn.request("POST", engine._prefix + "/completions", body=body, headers=engine._headers())
-                response = conn.getresponse()
-            except (OSError, http.client.HTTPException) as exc:
-                if cancel.is_set():
-                    self._finish = "cancelled"
-                    return
-                raise EngineError(
-                    engine.redact(f"cannot reach the server at {engine.base_url}: {_reason(exc)}")
-                ) from None
-            if response.status != 200:
-                raise EngineError(engine.redact(_http_error(response)))
-            for event in _events(response, cancel):
-                if "error" in event:
-                    raise EngineError(engine.redact(f"the server reported an error: {_message(event)}"))
-                if isinstance(event.get("usage"), dict):
-                    usage = event["usage"]
-                for choice in _choices(event):
-                    text = valid_text(_choice_text(choice))
-                    if text:
-                        chunks += 1
-                        self._parts.append(text)
-                        yield text
-                    reason = choice.get("finish_reason")
-                    if reason == "length":
-                        self._finish = "length"
+            with (
+                engine._client() as client,
+                client.sse(
+                    engine._root + "/completions",
+                    method="POST",
+                    content=body,
+                    headers=engine._headers(),
+                    extensions={"trace": hangup.trace},
+                ) as source,
+            ):
+                answered = True
+                response = source.response
+                try:
+                    if response.status_code != 200:
+                        raise EngineError(engine.redact(_http_error(response)))
+                    response.encoding = "utf-8-sig"  # the spec's decoding (see the module docstring)
+                    for event in _payloads(source, cancel):
+                        if "error" in event:
+                            raise EngineError(
+                                engine.redact(f"the server reported an error: {_message(event)}")
+                            )
+                        if isinstance(event.get("usage"), dict):
+                            usage = event["usage"]
+                        for choice in _choices(event):
+                            text = valid_text(_choice_text(choice))
+                            if text:
+                                chunks += 1
+                                self._parts.append(text)
+                                yield text
+                            if choice.get("finish_reason") == "length":
+                                self._finish = "length"
+                finally:
+                    hangup.stop()  # before the response is closed and its socket released
             if cancel.is_set():
                 self._finish = "cancelled"
-        except (OSError, http.client.HTTPException) as exc:
+        except httpx2.HTTPError as exc:
             if not cancel.is_set():
-                raise EngineError(
-                    engine.redact(f"the connection to {engine.base_url} broke: {_reason(exc)}")
-                ) from None
+                raise EngineError(engine.redact(_transport_error(exc, engine, answered))) from None
             self._finish = "cancelled"
         finally:
-            done.set()
-            conn.close()
+            hangup.stop()
             self._account(usage, chunks, time.perf_counter() - started)
 
     def _body(self, max_tokens: int, sampling: SamplingParams) -> dict[str, Any]:
@@ -248,25 +289,79 @@ class OpenAISession(TextPromptSession):
         stats.evaluated_tokens += prompt - (cached or 0) + completion
 
 
-def _events(response: http.client.HTTPResponse, cancel: threading.Event) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a server-sent event stream, up to ``[DONE]``."""
-    while not cancel.is_set():
-        line = response.readline()
-        if not line:
+class _Hangup:
+    """Shuts the request's socket down once ``cancel`` is set, so a blocked read returns at once.
+
+    ``trace`` is the request's httpcore trace callback: it receives each network stream as it is
+    made (TCP, then TLS over it) and keeps its socket.  The watcher thread starts with the first
+    one and runs until :meth:`stop`.  A socket is shut down, never closed, from here: closing is
+    the connection's business, and a shutdown is what wakes a ``recv`` blocked in another thread.
+    """
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self._cancel = cancel
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             return
-        text = line.decode("utf-8", errors="replace").strip()
-        if not text.startswith("data:"):
-            continue  # comments, event names, keep-alives, blank separators
-        data = text[len("data:") :].strip()
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._sock = sock
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, daemon=True, name="openai-cancel")
+                self._thread.start()
+
+    def stop(self) -> None:
+        """End the watcher (idempotent); after this no socket is touched from here."""
+        with self._lock:
+            self._done.set()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _watch(self) -> None:
+        shut: socket.socket | None = None
+        while not self._done.wait(_WATCH_INTERVAL_S):
+            if not self._cancel.is_set():
+                continue
+            with self._lock:
+                if self._done.is_set():
+                    return
+                sock = self._sock
+                if sock is not None and sock is not shut:
+                    # The plain socket method, also for TLS: ssl.SSLSocket.shutdown would drop the
+                    # TLS state under the reading thread (a ValueError there, not an OSError).
+                    with contextlib.suppress(OSError):
+                        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                    shut = sock  # a TLS stream made after this is shut down in its turn
+
+
+def _payloads(source: httpx2.EventSource, cancel: threading.Event) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a server-sent event stream, up to ``[DONE]`` or a Stop."""
+    for event in source:
+        if cancel.is_set():
+            return
+        data = event.data
+        if not data:
+            continue  # no data: not dispatched under the spec (keep-alive ids, retry hints)
         if data == "[DONE]":
             return
         try:
-            event = json.loads(data)
+            payload = json.loads(data)
         except ValueError:
-            _log.warning("skipping a malformed event from the server: %.200s", data)
-            continue
-        if isinstance(event, dict):
-            yield event
+            raise _malformed(f"an event is not JSON ({data[:100]!r})") from None
+        if not isinstance(payload, dict):
+            raise _malformed(f"an event is not a JSON object ({data[:100]!r})")
+        yield payload
 
 
 def _malformed(what: str) -> EngineError:
@@ -292,26 +387,46 @@ def _choice_text(choice: dict[str, Any]) -> str:
     return text
 
 
-def _watch(sock: socket.socket | None, cancel: threading.Event, done: threading.Event) -> None:
-    """Shut the socket down when ``cancel`` is set, so a blocked read returns at once."""
-    while not done.wait(_WATCH_INTERVAL_S):
-        if cancel.is_set():
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-            return
+def _read_capped(response: httpx2.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of the body: a hostile server cannot make us hold gigabytes."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
 
 
-def _http_error(response: http.client.HTTPResponse) -> str:
+def _http_error(response: httpx2.Response) -> str:
     try:
-        raw = response.read(_MAX_ERROR_BODY)
-    except (OSError, http.client.HTTPException):
+        raw = _read_capped(response, _MAX_ERROR_BODY)
+    except httpx2.HTTPError:
         raw = b""
     detail = raw.decode("utf-8", errors="replace").strip()
     with contextlib.suppress(ValueError):
         detail = _message(json.loads(detail))
-    hint = " (check the API key)" if response.status in (401, 403) else ""
-    return f"the server answered HTTP {response.status} {response.reason}{hint}: {detail[:500]}".rstrip(": ")
+    status = response.status_code
+    hint = " (check the API key)" if status in (401, 403) else ""
+    return f"the server answered HTTP {status} {response.reason_phrase}{hint}: {detail[:500]}".rstrip(": ")
+
+
+def _transport_error(exc: httpx2.HTTPError, engine: OpenAIEngine, answered: bool) -> str:
+    """What went wrong on the wire, in words: before the server answered, or while it streamed."""
+    where = engine.base_url
+    seconds = f"{engine._timeout_s:g} s"
+    if isinstance(exc, httpx2.SSEError):
+        return str(_malformed(str(exc)))
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return f"cannot reach the server at {where}: no connection within {seconds}"
+    if isinstance(exc, httpx2.TimeoutException):
+        if answered:
+            return f"the server at {where} sent nothing for {seconds} (timed out)"
+        return f"the server at {where} did not answer within {seconds} (timed out)"
+    if answered:
+        return f"the connection to {where} broke: {_reason(exc)}"
+    return f"cannot reach the server at {where}: {_reason(exc)}"
 
 
 def _message(payload: Any) -> str:
@@ -324,8 +439,14 @@ def _message(payload: Any) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
+    """The operating system's words when an OSError is behind ``exc`` ("Connection refused")."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx2 -> httpcore2 -> OSError; a bound, in case a chain loops
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        seen = seen.__cause__ or seen.__context__
     return str(exc) or type(exc).__name__
 
 
