@@ -119,8 +119,8 @@ def chunk(text: str, finish: str | None = None) -> dict[str, Any]:
 
 
 def event(payload: dict[str, Any], end: bytes = b"\n") -> bytes:
-    """One event, its data on one line, with the given line end."""
-    return b"data: " + json.dumps(payload).encode() + end + end
+    """One event, its data on one line in UTF-8 (not ASCII escapes), with the given line end."""
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + end + end
 
 
 DONE = b"data: [DONE]\n\n"
