@@ -39,7 +39,9 @@ from sqale_desktop.core.agent.events import (
     TurnStarted,
 )
 from sqale_desktop.core.agent.loop import EpisodeControl
+from sqale_desktop.core.db.render import render_cell
 from sqale_desktop.core.engines.base import EngineError
+from sqale_desktop.core.export_formats import json_text
 
 if TYPE_CHECKING:
     from sqale_desktop.core.runtime import Runtime
@@ -183,7 +185,7 @@ def run_ask(args: argparse.Namespace) -> int:
             close()
     assert episode is not None  # run_episode always ends with EpisodeEnded
     if args.json:
-        print(json.dumps(episode.to_json(), ensure_ascii=False, default=_json_default))
+        print(json_text(episode.to_json()))
     else:
         _summary(episode, sys.stdout)
     if episode.error:
@@ -323,18 +325,10 @@ def _summary(episode: Episode, out: TextIO) -> None:
         else:
             out.write(" | ".join(result.columns) + "\n")
             for row in result.rows[:PRINTED_ROWS]:
-                out.write(" | ".join("NULL" if v is None else str(_json_default(v)) for v in row) + "\n")
+                out.write(" | ".join(render_cell(v, max_chars=sys.maxsize) for v in row) + "\n")
             more = result.truncated or len(result.rows) > PRINTED_ROWS
             out.write(f"({result.row_count} rows{', more not shown' if more else ''})\n")
     out.write(
         f"{len(episode.turns)} turns, {stats.completion_tokens} tokens generated, "
         f"{stats.prompt_tokens} in the prompt, {stats.seconds:.1f} s\n"
     )
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<BLOB {len(bytes(value))} bytes>"
-    if isinstance(value, str | int | float) or value is None:
-        return value
-    return str(value)

@@ -9,9 +9,7 @@ Exit status: 0 success, 1 a tool's error text or a failing/denied query (message
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from typing import Any, TextIO
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
 from sqale_desktop.core.db.connection import DEFAULT_TIME_LIMIT_S
+from sqale_desktop.core.export_formats import json_text, write_rows
 from sqale_desktop.core.tools import TOOL_NAMES, ToolBox
 
 
@@ -49,7 +48,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     query.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
     query.add_argument("sql", metavar="SQL", help="one SQL statement")
-    query.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    query.add_argument(
+        "--format",
+        choices=tuple(WRITERS),
+        default="table",
+        help="output format: table (for reading), or csv, tsv, json, markdown as the window exports",
+    )
     query.add_argument(
         "--max-rows", type=_positive_int, default=1000, metavar="N", help="rows to print (1000)"
     )
@@ -118,7 +122,8 @@ def _emit(write: Callable[[], None]) -> None:
 
 
 def write_table(result: QueryResult, out: TextIO) -> None:
-    """Aligned columns for people, cells rendered as in the app's grid."""
+    """Aligned columns for people, cells rendered as in the app's grid (display, not export:
+    ``<blob 4 bytes>``, long text cut)."""
     cells = [[render_cell(v) for v in row] for row in result.rows]
     widths = [len(c) for c in result.columns]
     for row in cells:
@@ -131,38 +136,40 @@ def write_table(result: QueryResult, out: TextIO) -> None:
 
 
 def write_csv(result: QueryResult, out: TextIO) -> None:
-    """RFC 4180 CSV: NULL is an empty field, BLOBs read ``<blob N bytes>``."""
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(result.columns)
-    for row in result.rows:
-        writer.writerow(["" if v is None else _plain(v) for v in row])
+    """CSV as the window exports it (``core.export_formats``): NULL an empty field, BLOBs ``X'01FF'``."""
+    write_rows(out, result.columns, result.rows, "csv", newline="\n")
+
+
+def write_tsv(result: QueryResult, out: TextIO) -> None:
+    """TSV as the window exports and copies it."""
+    write_rows(out, result.columns, result.rows, "tsv", newline="\n")
+
+
+def write_markdown(result: QueryResult, out: TextIO) -> None:
+    """A Markdown table as the window's "Copy as Markdown table"."""
+    write_rows(out, result.columns, result.rows, "markdown", newline="\n")
 
 
 def write_json(result: QueryResult, out: TextIO) -> None:
-    """One JSON object: columns, rows (arrays, NULL as null), row_count, truncated."""
+    """One JSON object: columns, rows (arrays of cells as the window's JSON export writes them:
+    NULL null, BLOBs ``"X'01FF'"``, infinities ``"inf"``), row_count, truncated."""
     document = {
         "columns": result.columns,
-        "rows": [[_json_value(v) for v in row] for row in result.rows],
+        "rows": result.rows,
         "row_count": result.row_count,
         "truncated": result.truncated,
     }
-    json.dump(document, out, ensure_ascii=False)
-    out.write("\n")
+    out.write(json_text(document) + "\n")
 
 
-def _plain(value: object) -> str:
-    return render_cell(value, max_chars=sys.maxsize)
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, float) and not math.isfinite(value):
-        return _plain(value)  # JSON has no Infinity or NaN
-    if value is None or isinstance(value, int | float | str):
-        return value
-    return _plain(value)
-
-
-WRITERS = {"table": write_table, "csv": write_csv, "json": write_json}
+WRITERS: dict[str, Callable[[QueryResult, TextIO], None]] = {
+    "table": write_table,
+    "csv": write_csv,
+    "tsv": write_tsv,
+    "json": write_json,
+    "markdown": write_markdown,
+}
+"""``--format``'s choices; every one but ``table`` (display, as in the grid) is an export format."""
 
 
 def _positive_int(text: str) -> int:

@@ -1,24 +1,49 @@
-"""Result rows as text: TSV, CSV, JSON and Markdown tables, for the clipboard and for files.
+"""The one exporter: result rows as CSV, TSV, JSON or a Markdown table, for every surface.
 
-Qt-free so that the same code formats the grid's "Copy as …" and the pool's file exports, and is
-tested without a window.  The standard library's ``csv`` and ``json`` do the escaping.
+The grid's Copy / "Copy as …" (``format_rows``), its whole-result file export (``ui/export.py``,
+streaming through ``write_rows``) and ``sqale-desktop query --format csv|tsv|json|markdown``
+(``write_rows`` to stdout) all write cells here, so one result gives the same bytes on each: the
+clipboard only leaves off the line ending after the last line, as spreadsheets copy.  Qt-free, so
+it is tested without a window; the standard library's ``csv`` and ``json`` do the escaping.
+
+Export is not display.  The grid's cells, the CLI's ``table`` format and the model's tool outputs
+go through ``core.db.render`` instead: ``NULL``, ``<blob 12 bytes>``, long text cut, made to be
+read and never parsed back.  Everything here is lossless instead:
+
+- **NULL**: an empty field in CSV and TSV (what spreadsheets and ``sqlite3 -csv`` write), ``null``
+  in JSON, ``NULL`` in Markdown (a rendered table shows an empty cell as nothing at all).
+- **BLOB**: the SQLite hex literal ``X'01FF'`` in every format, JSON included (as a string).  It is
+  lossless, it is what SQLite's own ``quote()`` writes, so it pastes back into SQL
+  (``WHERE data = X'01FF'``), and a BLOB reads the same whichever format it was copied as.  The
+  price: a text cell that happens to read ``X'01FF'`` looks the same (in CSV nothing could tell them
+  apart anyway); the column's declared type says which it is.
+- **REAL**: Python's shortest round-trip ``repr`` (``0.1``, ``12.037037037037036``, ``1e+100``), so
+  a float read back is the same float; JSON numbers carry the same digits.
+- **NaN and ±infinity** (``SELECT 1e999`` is ``inf``): JSON has no such numbers, and Python's
+  ``Infinity``/``NaN`` tokens are refused by strict parsers (browsers, ``jq``, Go, Rust).  They are
+  written as the strings ``"inf"``, ``"-inf"``, ``"nan"``: the same text as the CSV cell, and
+  unlike ``null`` not confused with NULL.  ``json.dumps`` runs with ``allow_nan=False`` so a value
+  that slips past this rule raises instead of writing invalid JSON.
+- **TEXT**: as stored.  Bytes that are not UTF-8 were replaced with U+FFFD when the row was read
+  (``core.db.connection``), so every output encodes as UTF-8.
 
 Line endings follow the platform (LF on Linux and macOS, CRLF on Windows), which is what text
 editors, terminals and spreadsheets there expect on the clipboard.  CSV files can be asked to use
 CRLF everywhere, as RFC 4180 says.  Whatever the line ending, a cell that holds a CR or LF is
 quoted, so a pasted or saved table keeps its shape (``csv`` alone quotes only the characters of its
-own line terminator: rows are written with CRLF, which makes it quote both, and then joined).
+own line terminator: records are formatted with CRLF, which makes it quote both, and then ended
+with the chosen line ending).
 """
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
+import math
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 TextFormat = Literal["tsv", "csv", "json", "markdown"]
 TEXT_FORMATS: tuple[TextFormat, ...] = ("tsv", "csv", "json", "markdown")
@@ -30,41 +55,86 @@ FORMAT_NAMES: dict[TextFormat, str] = {
 }
 
 
+class TextSink(Protocol):
+    """Where ``write_rows`` writes: a text file, ``sys.stdout`` or a ``StringIO``."""
+
+    def write(self, text: str, /) -> int: ...
+
+
 def platform_newline(platform: str | None = None) -> str:
     """The platform's line ending: CRLF on Windows, LF elsewhere."""
     return "\r\n" if (platform or sys.platform).startswith("win") else "\n"
 
 
+def blob_literal(value: bytes | bytearray | memoryview) -> str:
+    """A BLOB as SQLite writes it in SQL (``quote()``): ``X'01FF'``."""
+    return "X'" + bytes(value).hex().upper() + "'"
+
+
 def cell_text(value: Any) -> str:
-    """A cell as text: NULL as an empty field, a BLOB as an SQLite hex literal, floats exactly."""
+    """A cell in CSV, TSV and on the clipboard: NULL as an empty field, a BLOB as ``X'01FF'``,
+    floats in their round-trip form (``inf``, ``nan`` included)."""
     if value is None:
         return ""
     if isinstance(value, bytes | bytearray | memoryview):
-        return "X'" + bytes(value).hex().upper() + "'"
+        return blob_literal(value)
     if isinstance(value, float):
         return repr(value)
     return str(value)
 
 
 def json_value(value: Any) -> Any:
-    """A cell as a JSON value: BLOBs become ``{"$base64": …}``, everything else stays as it is."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return {"$base64": base64.b64encode(bytes(value)).decode("ascii")}
-    return value
+    """A cell as a JSON value: NULL ``null``, numbers and text as they are, a BLOB ``"X'01FF'"``,
+    a non-finite float its text (``"inf"``), anything else its ``str``."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    return cell_text(value)
 
 
-def delimited_line(cells: Sequence[str], delimiter: str) -> str:
-    """One CSV/TSV record without its line ending; cells with delimiters, quotes, CR or LF quoted."""
-    out = io.StringIO()
-    csv.writer(out, delimiter=delimiter, lineterminator="\r\n").writerow(cells)
-    return out.getvalue()[:-2]
+def json_safe(document: Any) -> Any:
+    """``document`` (dicts, lists and tuples of cells, e.g. a whole episode) with every leaf made a
+    valid JSON value by ``json_value``; mapping keys are made text."""
+    if isinstance(document, Mapping):
+        return {str(key): json_safe(item) for key, item in document.items()}
+    if isinstance(document, list | tuple):
+        return [json_safe(item) for item in document]
+    return json_value(document)
+
+
+def json_text(document: Any, *, indent: int | None = None) -> str:
+    """``document`` as strict JSON text (see ``json_safe``); non-ASCII characters kept as they are."""
+    return json.dumps(json_safe(document), ensure_ascii=False, allow_nan=False, indent=indent)
+
+
+def json_record(columns: Sequence[str], row: Sequence[Any]) -> str:
+    """One row as a JSON object keyed by column name (a duplicate name keeps the last value)."""
+    record = {name: json_value(v) for name, v in zip(columns, row, strict=False)}
+    return json.dumps(record, ensure_ascii=False, allow_nan=False)
+
+
+class _Records:
+    """CSV/TSV records, one ``csv.writer`` and buffer reused for every row of a long export."""
+
+    def __init__(self, delimiter: str) -> None:
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, delimiter=delimiter, lineterminator="\r\n")
+
+    def line(self, cells: Sequence[str]) -> str:
+        """One record without its line ending; cells with delimiters, quotes, CR or LF quoted."""
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow(cells)
+        return self._buffer.getvalue()[:-2]
 
 
 def _markdown_cell(value: Any) -> str:
     if value is None:
         return "NULL"
     text = cell_text(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "<br>").replace("\n", "<br>")
+    text = text.replace("\\", "\\\\").replace("|", "\\|")
+    return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
 
 
 def _numeric_columns(rows: Sequence[Sequence[Any]], width: int) -> list[bool]:
@@ -77,6 +147,52 @@ def _numeric_columns(rows: Sequence[Sequence[Any]], width: int) -> list[bool]:
     return numeric
 
 
+def write_rows(
+    out: TextSink,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    fmt: TextFormat,
+    *,
+    header: bool = True,
+    newline: str | None = None,
+) -> int:
+    """Write ``rows`` to ``out`` in ``fmt``, row by row; returns the number of rows written.
+
+    Every line ends with ``newline`` (the platform's by default), the last one included.
+
+    - tsv / csv: a header record when ``header``, then one record a row.
+    - json: an array of objects keyed by column name, one object a line (JSON and Markdown always
+      name the columns); ``[]`` for no rows.
+    - markdown: a GitHub-flavoured table; numeric columns right-aligned (so this format reads
+      every row before writing), NULL written as NULL, ``|`` escaped and line breaks (CR, LF,
+      CRLF) as ``<br>``.
+    """
+    end = platform_newline() if newline is None else newline
+    count = 0
+    if fmt == "json":
+        out.write("[")
+        for row in rows:
+            out.write(("" if count == 0 else ",") + end + "  " + json_record(columns, row))
+            count += 1
+        out.write((end if count else "") + "]" + end)
+        return count
+    if fmt == "markdown":
+        table = [list(row) for row in rows]
+        numeric = _numeric_columns(table, len(columns))
+        out.write("| " + " | ".join(_markdown_cell(c) for c in columns) + " |" + end)
+        out.write("|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|" + end)
+        for row in table:
+            out.write("| " + " | ".join(_markdown_cell(v) for v in row) + " |" + end)
+        return len(table)
+    records = _Records("\t" if fmt == "tsv" else ",")
+    if header:
+        out.write(records.line(list(columns)) + end)
+    for row in rows:
+        out.write(records.line([cell_text(v) for v in row]) + end)
+        count += 1
+    return count
+
+
 def format_rows(
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
@@ -85,35 +201,21 @@ def format_rows(
     header: bool = True,
     newline: str | None = None,
 ) -> str:
-    """``rows`` as one text in ``fmt``.
-
-    - tsv / csv: a header record when ``header``; records joined by ``newline`` (the platform's
-      by default), no line ending after the last one (as spreadsheets copy).
-    - json: an array of objects keyed by column name (JSON and Markdown always name the columns).
-    - markdown: a GitHub-flavoured table; numeric columns right-aligned, NULL written as NULL,
-      ``|`` escaped and line breaks as ``<br>``.
-    """
+    """``rows`` as one text in ``fmt``, for the clipboard: ``write_rows``'s bytes without the line
+    ending after the last line (as spreadsheets copy)."""
     end = platform_newline() if newline is None else newline
-    rows = [list(row) for row in rows]
-    if fmt in ("tsv", "csv"):
-        delimiter = "\t" if fmt == "tsv" else ","
-        lines = [delimited_line(list(columns), delimiter)] if header else []
-        lines.extend(delimited_line([cell_text(v) for v in row], delimiter) for row in rows)
-        return end.join(lines)
-    if fmt == "json":
-        records = [{name: json_value(v) for name, v in zip(columns, row, strict=False)} for row in rows]
-        return json.dumps(records, ensure_ascii=False, indent=2).replace("\n", end)
-    numeric = _numeric_columns(rows, len(columns))
-    lines = [
-        "| " + " | ".join(_markdown_cell(c) for c in columns) + " |",
-        "|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|",
-    ]
-    lines.extend("| " + " | ".join(_markdown_cell(v) for v in row) + " |" for row in rows)
-    return end.join(lines)
+    buffer = io.StringIO()
+    write_rows(buffer, columns, rows, fmt, header=header, newline=end)
+    text = buffer.getvalue()
+    return text[: -len(end)] if text.endswith(end) else text
 
 
 def column_values(rows: Iterable[Sequence[Any]], column: int, newline: str | None = None) -> str:
     """One column's values, one a line (NULL as an empty line), for pasting into an IN (…) list
-    or a spreadsheet column."""
+    or a spreadsheet column; line breaks inside a value become spaces."""
     end = platform_newline() if newline is None else newline
-    return end.join(cell_text(row[column]).replace("\r\n", " ").replace("\n", " ") for row in rows)
+    return end.join(_one_line(cell_text(row[column])) for row in rows)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMenu
 
-from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS, TextFormat
+from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS, TextFormat, cell_text
 
 if TYPE_CHECKING:
     from sqale_desktop.ui.sql_panel import ResultGrid
@@ -68,9 +68,7 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
                 f"Rows where “{name}” is NULL", lambda: grid.filter_requested.emit(column, "is NULL", None)
             )
         else:
-            from sqale_desktop.core.export_formats import cell_text
-
-            text = cell_text(value)
+            text = cell_text(value)  # the filter matches cells as copied (row_filter.Condition)
             menu.addAction(
                 f"Rows where “{name}” equals “{_short(text, 24)}”",
                 lambda: grid.filter_requested.emit(column, "equals", text),

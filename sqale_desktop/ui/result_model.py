@@ -40,12 +40,14 @@ class PagedCursor(Protocol):
 
 
 def display_value(value: Any) -> str:
-    """How a cell reads in the grid: core.db.render's display form, kept on one line."""
+    """How a cell reads in the grid: core.db.render's display form (``<blob 3 bytes>``, long text
+    cut), kept on one line.  Display only: copying and export never use it."""
     return render_cell(value, max_chars=ELIDE_AT).replace("\n", " ⏎ ")
 
 
 def tsv_value(value: Any) -> str:
-    """How a cell is copied: NULL as an empty field, BLOB as an SQLite hex literal."""
+    """How a cell is copied: ``core.export_formats.cell_text``, the export rule (NULL an empty
+    field, a BLOB ``X'01FF'``), the same as the file export and ``sqale-desktop query --format``."""
     return cell_text(value)
 
 

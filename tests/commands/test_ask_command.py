@@ -206,3 +206,24 @@ def test_without_model_the_installed_model_is_used(chinook: Path) -> None:
     assert runtime.factory is not None  # chosen, loaded when the factory runs
     assert runtime.model_path == Path(record.path)
     assert runtime.model_dir == Path(record.model_dir)  # its sqale_agent.py / generation_config.json
+
+
+def test_json_episode_is_strict_json_with_the_export_cell_rules(
+    chinook: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: ``--json`` writes result cells by ``core.export_formats``' rules (BLOB ``X'..'``,
+    infinities as text), so a strict parser reads it; the summary shows the display form."""
+    script = tmp_path / "blob.json"
+    sql = "SELECT x'00FF' AS b, 1e999 AS big, -1e999 AS small, NULL AS n"
+    script.write_text(json.dumps([f'</think>\n\n{{"tool": "submit_sql", "args": {{"sql": "{sql}"}}}}']))
+    argv = ["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(script)]
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out
+
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    episode = json.loads(out, parse_constant=refuse)
+    assert episode["result"]["rows"] == [["X'00FF'", "inf", "-inf", None]]
+    assert main(argv) == 0
+    assert "<blob 2 bytes> | inf | -inf | NULL\n" in capsys.readouterr().out

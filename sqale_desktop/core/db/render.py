@@ -1,7 +1,10 @@
-"""Where a SQLite value becomes text for the model's tool outputs and the window's grid cells.
+"""Where a SQLite value becomes text to be read: the model's tool outputs and the window's cells.
 
-Not yet the only place: the file exporters (``core/export_formats.py``), the CLI's ``query``
-writers and the evaluation harness each still write BLOBs their own way (issue 11, "one exporter").
+This is display, not export.  Text meant to be parsed back or pasted elsewhere (the clipboard, file
+exports, ``sqale-desktop query --format csv|tsv|json|markdown``, ``ask --json``) is written by
+``core/export_formats.py``, whose rules are lossless (a BLOB there is ``X'01FF'``).  What reads
+this module's form: the grid's cells, the chat's result cards, the CLI's ``table`` format and the
+``ask`` summary, and the model.
 
 The model was trained on tool outputs written by Python's ``str()``: NULL read ``None`` and floats
 read like ``12.037037037037036`` or ``1.0`` (Python's shortest round-trip repr, which is also what

@@ -35,6 +35,7 @@ from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepar
 from sqale_desktop.core.eval.metrics import Metric
 from sqale_desktop.core.eval.questions import EvalQuestion
 from sqale_desktop.core.eval.scorer import DEFAULT_TIME_LIMIT_S, Score, Scorer
+from sqale_desktop.core.export_formats import json_text
 
 _log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ class EvalRun:
                         record = future.result()
                         if record is None:
                             continue
-                        out.write(json.dumps(record, ensure_ascii=False, default=_json_value) + "\n")
+                        out.write(json_text(record) + "\n")
                         out.flush()
                         yield record
             finally:
@@ -351,9 +352,3 @@ def _failed_record(
         "engine": "",
         "trace": None,
     }
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<BLOB {len(bytes(value))} bytes>"
-    return str(value)

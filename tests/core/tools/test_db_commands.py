@@ -105,7 +105,8 @@ def test_query_blob_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     conn.commit()
     conn.close()
     assert main(["query", "--db", str(path), "SELECT data FROM b", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["rows"] == [["<blob 4 bytes>"]]
+    # issue 11: the export spelling (lossless), no longer the display form <blob 4 bytes>
+    assert json.loads(capsys.readouterr().out)["rows"] == [["X'00010203'"]]
 
 
 def test_query_denied_exits_nonzero_with_message_on_stderr(chinook: Path) -> None:
