@@ -19,21 +19,20 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sqale_desktop.core.agent import protocol as protocol_files
 from sqale_desktop.core.agent.events import Event
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.engines.base import Engine, SamplingParams
-from sqale_desktop.core.settings import Settings
+from sqale_desktop.core.settings import EngineName, Settings
 
 log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[], Engine]
 EpisodeFn = Callable[[Engine, Any, str, threading.Event], Iterator[Event]]
 """Runs one episode: (engine, the open tool database, question, cancel flag) -> events."""
-EngineKind = Literal["llama", "openai", "replay"]
 
 LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar(
     "LOAD_PROGRESS", default=None
@@ -52,7 +51,7 @@ class ModelChoice:
     the GGUF's).  ``api_key`` ``None`` means the keyring's, read when the engine is built.
     """
 
-    kind: EngineKind
+    kind: EngineName
     model_path: Path | None = None
     model_dir: Path | None = None
     base_url: str | None = None
@@ -169,11 +168,6 @@ def open_tool_database(path: Path, time_limit_s: float) -> ReadOnlyDatabase:
     return open_readonly(path, time_limit_s=time_limit_s)
 
 
-def gpu_layers(settings: Settings) -> int | Literal["auto", "all"]:
-    """``settings.gpu_layers`` as ``LlamaEngine(n_gpu_layers=...)`` takes it ("none" is 0)."""
-    return 0 if settings.gpu_layers == "none" else settings.gpu_layers
-
-
 def _installed(model_id: str) -> Any:
     try:
         from sqale_desktop.core.models.registry import Registry
@@ -185,7 +179,7 @@ def _installed(model_id: str) -> Any:
 
 
 def _local_factory(path: Path, settings: Settings) -> EngineFactory:
-    n_ctx, threads, layers = settings.n_ctx, settings.n_threads, gpu_layers(settings)
+    n_ctx, threads, layers = settings.n_ctx, settings.n_threads, settings.gpu_layers
     speculation = settings.speculation
 
     def local() -> Engine:

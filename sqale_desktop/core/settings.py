@@ -18,16 +18,14 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sqale_desktop.core import paths
+from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
 
 SCHEMA_VERSION = 1
 SETTINGS_FILE = "settings.json"
 RECENT_DATABASES_CAP = 10
 
 EngineName = Literal["llama", "openai", "replay"]
-GpuLayersMode = Literal["auto", "all", "none"]
-GpuLayers = GpuLayersMode | int
 Theme = Literal["system", "light", "dark"]
-Speculation = Literal["auto", "on", "off"]
 
 # The range of every number the user can set: checked when the file is read (a value outside it
 # falls back to its default, with a note) and used as the settings dialog's spin-box bounds, so the

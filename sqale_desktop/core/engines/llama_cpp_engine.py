@@ -103,7 +103,9 @@ from sqale_desktop.core.engines.base import (
     EngineInfo,
     EngineStats,
     FinishReason,
+    GpuLayers,
     SamplingParams,
+    Speculation,
 )
 from sqale_desktop.core.engines.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama_sampler import SamplerChain
@@ -112,10 +114,7 @@ from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDra
 # Before llama_cpp (and libgomp) can load: nothing in this module imports it at the top.
 _POLICY_NOTE = thread_policy.apply()
 
-GpuLayers = int | Literal["auto", "all"]
-Speculation = Literal["off", "on", "auto"]
 Rollback = Literal["auto", "snapshots", "partial-state", "full-state"]
-SPECULATION_MODES: tuple[Speculation, ...] = ("off", "on", "auto")
 
 _ALL_LAYERS = -1
 # System turns shorter than this are cheaper to evaluate than to keep a snapshot of.
@@ -166,9 +165,9 @@ def gpu_layer_attempts(
 
     "auto" offloads what fits (``fit``, from :func:`offload.layers_that_fit`; ``n_layers + 1`` or
     None means everything); "all" and a number are taken as asked.  When loading with offload
-    fails (not enough GPU memory, driver trouble), fewer layers are tried, then none.
+    fails (not enough GPU memory, driver trouble), fewer layers are tried, then none.  "none" is 0.
     """
-    if not supports_offload:
+    if not supports_offload or requested == "none":
         return [0]
     if requested == "auto" and fit is not None and n_layers is not None and fit <= n_layers:
         first = fit
@@ -381,7 +380,7 @@ class LlamaEngine:
         if errors:
             where = f"{self.gpu_layers} GPU layers" if self.gpu_layers else "the CPU"
             self.notes.append(f"loading with more GPU layers failed ({errors[-1]}); loaded on {where}")
-        if not supports and self.requested_gpu_layers not in ("auto", 0):
+        if not supports and self.requested_gpu_layers not in ("auto", "none", 0):
             self.notes.append("this llama-cpp-python build cannot offload to a GPU; running on the CPU")
         if device is not None and self.gpu_layers:
             self.notes.append(

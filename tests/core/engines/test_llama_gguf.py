@@ -129,6 +129,7 @@ def test_gpu_layer_attempts_end_on_the_cpu() -> None:
     assert gpu_layer_attempts("auto", True, 24) == [-1, 12, 6, 3, 1, 0]
     assert gpu_layer_attempts(10, True, 24) == [10, 5, 2, 1, 0]
     assert gpu_layer_attempts(0, True, 24) == [0]
+    assert gpu_layer_attempts("none", True, 24, fit=25) == [0]  # the settings' "none", as stored
 
 
 def test_sampler_chain_applies_temperature_before_top_p() -> None:
