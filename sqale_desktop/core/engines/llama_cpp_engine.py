@@ -479,12 +479,6 @@ class LlamaEngine:
             notes=list(self.notes),
         )
 
-    @property
-    def supports_gpu_offload(self) -> bool:
-        import llama_cpp
-
-        return bool(llama_cpp.llama_supports_gpu_offload())
-
     def chat_template(self) -> str | None:
         with self._entered():
             self._require()
