@@ -46,7 +46,7 @@ from sqale_desktop.core.models.files import git_blob_sha1, require_gguf, sha256_
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
 from sqale_desktop.core.units import format_bytes
 
-Phase = Literal["metadata", "download", "verify", "extras", "done"]
+DownloadPhase = Literal["metadata", "download", "verify", "extras", "done"]
 DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 
 
@@ -54,7 +54,7 @@ DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 class Progress:
     """One progress report.  ``stalled`` is set when the server stopped sending (a retry follows)."""
 
-    phase: Phase
+    phase: DownloadPhase
     done: int
     total: int
     speed_bps: float = 0.0
@@ -122,7 +122,7 @@ class _Meter:
         self._samples.clear()
         self._samples.append((time.monotonic(), offset))
 
-    def note(self, phase: Phase, done: int, message: str, stalled: bool = False) -> None:
+    def note(self, phase: DownloadPhase, done: int, message: str, stalled: bool = False) -> None:
         if self.callback is not None:
             self.callback(Progress(phase, done, self.total, self.speed, None, stalled, message))
 

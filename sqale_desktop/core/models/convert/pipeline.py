@@ -32,7 +32,7 @@ from sqale_desktop.core.models.convert.writer import write_gguf
 from sqale_desktop.core.models.files import sha256_file
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
 
-Phase = Literal["download", "plan", "convert", "quantize", "verify", "register", "done"]
+ConvertPhase = Literal["download", "plan", "convert", "quantize", "verify", "register", "done"]
 KEPT_FILES = ("generation_config.json", "sqale_agent.py")
 
 
@@ -40,7 +40,7 @@ KEPT_FILES = ("generation_config.json", "sqale_agent.py")
 class ConvertProgress:
     """One progress report: ``done`` of ``total`` units (tensors, or 0/0 when unknown)."""
 
-    phase: Phase
+    phase: ConvertPhase
     done: int
     total: int
     message: str
