@@ -15,15 +15,8 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
-from sqale_desktop.ui.agent_runner import (
-    AgentRunner,
-    EngineFactory,
-    EpisodeDone,
-    EpisodeFailed,
-    EpisodeFn,
-    EventItem,
-    Item,
-)
+from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
+from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, Item
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
 

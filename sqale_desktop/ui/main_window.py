@@ -43,8 +43,9 @@ from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
+from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.agent_runner import AgentRunner, EngineFactory, EpisodeFn
+from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.database_page import DatabasePage
