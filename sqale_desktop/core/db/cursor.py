@@ -12,31 +12,33 @@ import contextlib
 import sqlite3
 from typing import Any
 
-from sqale_desktop.core.db.link import MAX_RESULT_BYTES, LinkOwner, fetch_within
+from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Links, fetch_within
 
 
 class QueryCursor:
     """Pages of rows from one statement; use it from one thread at a time.
 
     ``columns`` are known as soon as the cursor exists.  ``exhausted`` turns True when the last
-    row (or the cap) has been handed out, after which ``fetch_page`` returns ``[]``.
+    row (or the cap) has been handed out, after which ``fetch_page`` returns ``[]``.  ``links``:
+    the database's connections (``ReadOnlyDatabase.cursor`` makes cursors); the cursor holds this
+    thread's link until it closes.
     """
 
-    def __init__(self, db: LinkOwner, sql: str, *, max_rows: int) -> None:
+    def __init__(self, links: Links, sql: str, *, max_rows: int) -> None:
         if max_rows < 0:
             raise ValueError("max_rows must not be negative")
-        self._db = db
+        self._links = links
         self._sql = sql
-        self._link = db.link()
+        self._link = links.link()
         self.max_rows = max_rows
         self.fetched = 0
         self.bytes = 0  # value bytes handed out so far, held to MAX_RESULT_BYTES
         self.truncated = False
         self.exhausted = False
         self._cursor: sqlite3.Cursor | None = None
-        with db.operation(self._link, sql):
-            self._cursor = db.start(self._link, sql)
-        db.cursor_opened(self._link)
+        with links.operation(self._link, sql):
+            self._cursor = links.start(self._link, sql)
+        links.cursor_opened(self._link)
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
         if not self.columns:
             self.close()
@@ -51,7 +53,7 @@ class QueryCursor:
         want = min(n, room)
         try:
             # One extra row when the page would reach the cap tells whether the cap cut anything.
-            with self._db.operation(self._link, self._sql, new_statement=False):
+            with self._links.operation(self._link, self._sql, new_statement=False):
                 rows, used = fetch_within(
                     self._cursor, want + 1 if want == room else want, MAX_RESULT_BYTES - self.bytes
                 )
@@ -76,7 +78,7 @@ class QueryCursor:
             with contextlib.suppress(sqlite3.Error):
                 self._cursor.close()
             self._cursor = None
-            self._db.cursor_closed(self._link)
+            self._links.cursor_closed(self._link)
 
     def __enter__(self) -> QueryCursor:
         return self

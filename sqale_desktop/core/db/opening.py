@@ -4,12 +4,17 @@ A plain ``mode=ro`` open is right for almost every file.  The exception is a dat
 inside a folder that must not be written to: reading it needs a ``-shm`` file next to it, which
 cannot (or should not) be created, so the file is opened ``immutable=1`` instead and the user is
 told that the view may be stale (an immutable open ignores the ``-wal`` file's newer pages).
+
+Every connection to the file, the probe of ``open_readonly`` and each thread's link alike, comes
+from :func:`connect_readonly`, with the limits below.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +22,23 @@ from sqale_desktop.core.db.errors import DatabaseUnreadable, NotADatabase
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 STALE_NOTE = "opened as an immutable snapshot: the folder is read-only, so the view may be stale"
+# The largest single value (string or blob) a statement may make or read.  A value this size is
+# already far beyond what a person or the model reads (the grid shows a blob's size, the model a
+# cut-down cell); the bound keeps zeroblob()/randomblob() rows cheap enough that the time limit,
+# checked between rows, still holds.
+MAX_VALUE_BYTES = 64 * 1024 * 1024
+# The longest statement accepted, in characters.  Longer text is refused before anything parses
+# it: the keyword pre-check and SQLite's parser would otherwise spend seconds (or gigabytes) on it
+# outside the time limit, and nobody types or generates a megabyte of SQL to ask a question.
+MAX_SQL_CHARS = 1_000_000
+# LIKE and GLOB compare in one C call, in time proportional to text length times pattern length
+# (a 1 MB text against a 10 KB pattern: 40 s that no limit can interrupt).  Real patterns are
+# a few dozen characters; SQLite's default allows 50,000.
+MAX_LIKE_PATTERN_CHARS = 1000
+# How often a statement that finds the file locked by another program tries again.  SQLite's own
+# busy handler would wait inside one C call, deaf to Stop; retrying in our code keeps Stop and the
+# time limit in charge, so the connection's busy timeout is 0.
+LOCK_RETRY_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -96,3 +118,61 @@ def sqlite_uri(path: Path, *, immutable: bool) -> str:
     """A ``file:`` URI that opens ``path`` read-only (and immutable when asked)."""
     query = "mode=ro&immutable=1" if immutable else "mode=ro"
     return f"{path.resolve().as_uri()}?{query}"
+
+
+def decode_text(raw: bytes) -> str:
+    """SQLite text as ``str``.  Real files hold invalid UTF-8 now and then; one bad cell must not
+    fail the whole query, so bad bytes are replaced."""
+    return raw.decode("utf-8", errors="replace")
+
+
+def connect_readonly(
+    path: Path, *, immutable: bool, decode: Callable[[bytes], str] = decode_text
+) -> sqlite3.Connection:
+    """A raw sqlite3 connection with every read-only setting applied but no authorizer yet.
+
+    ``decode`` turns SQLite text into ``str`` (the evaluation's Spider metric drops bad bytes).
+    """
+    conn = sqlite3.connect(
+        sqlite_uri(path, immutable=immutable),
+        uri=True,
+        isolation_level=None,
+        timeout=0,  # a locked file is retried in link.Links.start, where Stop is heard
+        check_same_thread=False,  # only so that close() and cursors may be used from another thread
+    )
+    conn.text_factory = decode
+    conn.execute("PRAGMA query_only = 1")
+    conn.execute("PRAGMA trusted_schema = 0")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    # zeroblob(1e9) and friends allocate in one step, where the progress handler cannot stop them.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 4 * MAX_SQL_CHARS)  # UTF-8 bytes
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_LIKE_PATTERN_CHARS)
+    return conn
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says another program holds the file locked."""
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    return code.startswith("SQLITE_BUSY") or str(exc) == "database is locked"
+
+
+def locked_message(name: str, waited_s: float) -> str:
+    """The message for a file another program holds locked (writing, or exclusive locking mode)."""
+    return (
+        f"{name} is locked by another program that is writing to it or holds it exclusively "
+        f"(waited {waited_s:g} s); try again when that program has finished or closed it"
+    )
+
+
+def hot_journal_message(name: str) -> str:
+    """The message for a file with a hot rollback journal: an unfinished transaction of another program.
+
+    Reading it needs that transaction rolled back, which is a write; an ``immutable`` read would
+    show the half-written pages as if committed, so the file is refused rather than misread.
+    """
+    return (
+        f"cannot open {name}: it has an unfinished transaction from another program (a hot "
+        f"journal, {Path(name).name}-journal), so it cannot be read safely read-only; open it once "
+        "in a program that may write to it (or let the other program finish) to roll it back"
+    )

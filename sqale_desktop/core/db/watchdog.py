@@ -1,13 +1,13 @@
 """The backstop behind the progress handler: ``sqlite3_interrupt`` for a statement that runs on.
 
-The progress handler is called every ``PROGRESS_STEPS`` VM instructions, which is every few
+The progress handler is called every ``link.PROGRESS_STEPS`` VM instructions, which is every few
 milliseconds for ordinary work.  A statement whose few instructions are each expensive (a row of
 ``count(zeroblob(6e7))`` is ten instructions and 100 ms) can go seconds between calls, and the
 time limit and Stop with it.  ``sqlite3_interrupt`` is checked at every jump of the VM instead,
 so it stops such a statement within one row; but it hits every statement running on the
 connection at that moment, which is why it is only the backstop: the watchdog calls it when a
 statement is still running ``GRACE_S`` past its deadline or past a Stop.  The connection is then
-retired (see ``ReadOnlyDatabase._backstop``), so no later statement inherits the interrupt.
+retired (see ``link.Links._backstop``), so no later statement inherits the interrupt.
 
 One daemon thread per database, asleep while nothing runs, ended by ``stop()``.
 """

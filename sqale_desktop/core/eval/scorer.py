@@ -22,7 +22,6 @@ from typing import Any
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.errors import DatabaseError
-from sqale_desktop.core.db.link import Link
 from sqale_desktop.core.eval.metrics import Metric, Row, multiset_f1, prepare_sql, results_match
 from sqale_desktop.core.eval.questions import EvalQuestion
 
@@ -62,16 +61,8 @@ class Score:
         }
 
 
-class _IgnoreUndecodable(ReadOnlyDatabase):
-    """The read-only database with text decoded ignoring bad bytes, as the Spider script reads it."""
-
-    def _connect(self) -> Link:
-        link = super()._connect()
-        link.conn.text_factory = _decode_ignoring
-        return link
-
-
 def _decode_ignoring(raw: bytes) -> str:
+    """Text decoded ignoring bad bytes, as the Spider script reads it."""
     return raw.decode("utf-8", errors="ignore")
 
 
@@ -155,8 +146,12 @@ class Scorer:
         if self.metric != "spider":
             return plain
         plain.close()
-        return _IgnoreUndecodable(
-            plain.path, immutable=plain.immutable, time_limit_s=self.time_limit_s, notes=plain.notes
+        return ReadOnlyDatabase(
+            plain.path,
+            immutable=plain.immutable,
+            time_limit_s=self.time_limit_s,
+            notes=plain.notes,
+            decode=_decode_ignoring,
         )
 
 

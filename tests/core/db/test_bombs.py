@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, open_readonly
-from sqale_desktop.core.db.connection import MAX_SQL_CHARS
 from sqale_desktop.core.db.errors import ResultTooLarge, StatementTooLong
 from sqale_desktop.core.db.guard import leading_words, refuse_by_keyword
+from sqale_desktop.core.db.opening import MAX_SQL_CHARS
 from sqale_desktop.core.db.printf_guard import PRINTF_WIDTH_BUDGET, requested_width
 from sqale_desktop.core.tools.toolbox import ToolBox
 from tests.core.db.running import run_in_thread, wait_until_busy

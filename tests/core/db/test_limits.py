@@ -64,9 +64,9 @@ def test_each_thread_has_its_own_connection_and_interrupt_reaches_them_all(chino
         runs = [run_in_thread(db, RUNAWAY) for _ in range(2)]
         for thread, _ in runs:
             wait_until_busy(db, thread)
-        while sum(link.busy for link in db._links.values()) < 2:
+        while sum(link.busy for link in db._links.current()) < 2:
             time.sleep(0.005)
-        assert len(db._links) == 3
+        assert len(db._links.current()) == 3
         db.interrupt()
         for thread, errors in runs:
             thread.join(timeout=30)
