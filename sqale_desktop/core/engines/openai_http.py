@@ -338,8 +338,9 @@ class _Hangup:
                     return
                 sock = self._sock
                 if sock is not None and sock is not shut:
-                    # The plain socket method, also for TLS: ssl.SSLSocket.shutdown would drop the
-                    # TLS state under the reading thread (a ValueError there, not an OSError).
+                    # The plain socket method, also for TLS: ssl.SSLSocket.shutdown first sets its
+                    # _sslobj to None, which a read in the other thread may be checking and about
+                    # to use (a ValueError or AttributeError there, not an OSError httpcore maps).
                     with contextlib.suppress(OSError):
                         socket.socket.shutdown(sock, socket.SHUT_RDWR)
                     shut = sock  # a TLS stream made after this is shut down in its turn

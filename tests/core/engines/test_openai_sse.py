@@ -10,14 +10,17 @@ and check that the engine gave up while the server was still waiting.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from sqale_desktop.core.engines.base import EngineError, SamplingParams
 from sqale_desktop.core.engines.openai_http import OpenAIEngine
@@ -38,6 +41,7 @@ class Stream:
     steps: list[Step] = field(default_factory=list)
     content_type: str = "text/event-stream"
     chunked: bool = False  # HTTP/1.1 chunked framing (uvicorn, llama-server) instead of close-delimited
+    tls: bool = False  # https, with a certificate from a test CA the client is told to trust
     stall_before_headers: threading.Event | None = None
     waiting: threading.Event = field(default_factory=threading.Event)  # set while the server waits
     hung_up: threading.Event = field(default_factory=threading.Event)  # a write failed: client gone
@@ -92,17 +96,28 @@ def _handler(stream: Stream) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Stream], str]]:
-    """Starts a server for a ``Stream``; returns its base URL.  Stopped (and unstalled) at teardown."""
+def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Stream], str]]:
+    """Starts a server for a ``Stream``; returns its base URL.  Stopped (and unstalled) at teardown.
+
+    For TLS the client trusts the test CA through ``SSL_CERT_FILE``, as a user with a company CA would.
+    """
     started: list[tuple[ThreadingHTTPServer, threading.Thread, Stream]] = []
 
     def start(stream: Stream) -> str:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stream))
         httpd.daemon_threads = True
+        if stream.tls:
+            ca = trustme.CA()
+            server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ca.issue_cert("127.0.0.1").configure_cert(server_tls)
+            ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+            monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+            httpd.socket = server_tls.wrap_socket(httpd.socket, server_side=True)
         thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         started.append((httpd, thread, stream))
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
+        scheme = "https" if stream.tls else "http"
+        return f"{scheme}://127.0.0.1:{httpd.server_address[1]}"
 
     yield start
     for httpd, thread, stream in started:
@@ -244,10 +259,19 @@ def generate_in_thread(url: str, cancel: threading.Event, timeout_s: float = 300
     return run
 
 
+def test_a_stream_over_tls(serve: Callable[[Stream], str]) -> None:
+    url = serve(Stream([event(chunk("secure")), event(chunk(" line")), DONE], tls=True))
+    assert url.startswith("https://")
+    assert texts(url) == ["secure", " line"]
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 @pytest.mark.parametrize("chunked", [False, True], ids=["close-delimited", "chunked"])
-def test_stop_ends_a_read_stalled_mid_stream(serve: Callable[[Stream], str], chunked: bool) -> None:
+def test_stop_ends_a_read_stalled_mid_stream(
+    serve: Callable[[Stream], str], chunked: bool, tls: bool
+) -> None:
     stall = threading.Event()
-    stream = Stream([event(chunk("first")), stall, event(chunk("never")), DONE], chunked=chunked)
+    stream = Stream([event(chunk("first")), stall, event(chunk("never")), DONE], chunked=chunked, tls=tls)
     url = serve(stream)
     cancel = threading.Event()
     run = generate_in_thread(url, cancel)
@@ -260,9 +284,12 @@ def test_stop_ends_a_read_stalled_mid_stream(serve: Callable[[Stream], str], chu
     assert run.texts == ["first"] and run.finish == "cancelled"
 
 
-def test_stop_ends_a_wait_for_a_server_that_has_not_answered(serve: Callable[[Stream], str]) -> None:
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_stop_ends_a_wait_for_a_server_that_has_not_answered(
+    serve: Callable[[Stream], str], tls: bool
+) -> None:
     """A server still prefilling (no headers yet): Stop does not wait for it."""
-    stream = Stream(stall_before_headers=threading.Event())
+    stream = Stream(stall_before_headers=threading.Event(), tls=tls)
     url = serve(stream)
     cancel = threading.Event()
     run = generate_in_thread(url, cancel)
