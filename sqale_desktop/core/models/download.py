@@ -42,12 +42,11 @@ from sqale_desktop.core.models.errors import (
     NotEnoughDiskSpace,
     NotFoundOnHub,
 )
-from sqale_desktop.core.models.files import git_blob_sha1, require_gguf, sha256_file
+from sqale_desktop.core.models.files import DiskUsage, git_blob_sha1, require_gguf, sha256_file
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
 from sqale_desktop.core.units import format_bytes
 
 DownloadPhase = Literal["metadata", "download", "verify", "extras", "done"]
-DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class Progress:
     message: str = ""
 
 
-ProgressCallback = Callable[[Progress], None]
+DownloadProgressCallback = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class _Meter:
 
     WINDOW_S = 5.0
 
-    def __init__(self, total: int, callback: ProgressCallback | None) -> None:
+    def __init__(self, total: int, callback: DownloadProgressCallback | None) -> None:
         self.total = total
         self.callback = callback
         self.speed = 0.0
@@ -136,7 +135,7 @@ def download_model(
     source_checkpoint: str | None = None,
     registry: Registry | None = None,
     cache_dir: Path | None = None,
-    progress: ProgressCallback | None = None,
+    progress: DownloadProgressCallback | None = None,
     cancel: threading.Event | None = None,
     options: DownloadOptions | None = None,
 ) -> DownloadResult:

@@ -7,6 +7,7 @@ between blocks.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,8 @@ from sqale_desktop.core.models.errors import DownloadCancelled, InvalidModelFile
 GGUF_MAGIC = b"GGUF"
 HASH_BLOCK = 4 * 1024 * 1024
 
+DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
+"""``shutil.disk_usage`` or a stand-in (tests): the free-space probe of downloads and conversions."""
 HashProgress = Callable[[int, int], None]
 """Called with (bytes hashed, total bytes)."""
 

@@ -26,11 +26,12 @@ from sqale_desktop.core.models.convert.hparams import read_hparams
 from sqale_desktop.core.models.convert.layout import TensorPlan, plan_tensors
 from sqale_desktop.core.models.convert.quantize import BYTES_PER_WEIGHT, DEFAULT_QUANT, QUANT_TYPES, quantize
 from sqale_desktop.core.models.convert.source import fetch_checkpoint, remote_checkpoint
-from sqale_desktop.core.models.convert.space import DiskUsage, check_space
+from sqale_desktop.core.models.convert.space import check_space
 from sqale_desktop.core.models.convert.verify import VerifyReport, verify_gguf
 from sqale_desktop.core.models.convert.writer import write_gguf
-from sqale_desktop.core.models.files import sha256_file
+from sqale_desktop.core.models.files import DiskUsage, sha256_file
 from sqale_desktop.core.models.registry import ModelRecord, Registry, slug_for
+from sqale_desktop.core.units import format_bytes
 
 ConvertPhase = Literal["download", "plan", "convert", "quantize", "verify", "register", "done"]
 KEPT_FILES = ("generation_config.json", "sqale_agent.py")
@@ -46,7 +47,7 @@ class ConvertProgress:
     message: str
 
 
-ProgressCallback = Callable[[ConvertProgress], None]
+ConvertProgressCallback = Callable[[ConvertProgress], None]
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def convert_model(
     *,
     token: str | None = None,
     registry: Registry | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ConvertProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> ConversionResult:
     """Convert a checkpoint (a local folder, or a hub repo id) to a quantized, registered GGUF.
@@ -209,7 +210,7 @@ def _resolve(
     opts: ConvertOptions,
     token: str | None,
     cancel: threading.Event,
-    report: ProgressCallback,
+    report: ConvertProgressCallback,
     seconds: dict[str, float],
 ) -> tuple[Path, str, str]:
     local = Path(source).expanduser()
@@ -223,7 +224,8 @@ def _resolve(
     hub_cache = opts.hub_cache_dir or _hub_cache()
     work_root = opts.work_dir or paths.cache_dir() / "convert"
     check_space({hub_cache: remote.size, work_root: remote.size}, opts.space_margin, opts.disk_usage)
-    report(ConvertProgress("download", 0, remote.size, f"Downloading {repo} ({remote.size / 2**30:.2f} GiB)"))
+    size = format_bytes(remote.size, "GiB")
+    report(ConvertProgress("download", 0, remote.size, f"Downloading {repo} ({size})"))
     started = time.monotonic()
     folder = fetch_checkpoint(
         remote,
@@ -277,6 +279,6 @@ def _free_path(folder: Path, stem: str) -> Path:
 def _plan_message(plan: TensorPlan) -> str:
     mtp = "with" if plan.mtp_written else "without"
     return (
-        f"{len(plan.tensors)} tensors ({plan.total_bytes / 2**20:.1f} MiB unquantized), {mtp} the "
+        f"{len(plan.tensors)} tensors ({format_bytes(plan.total_bytes, 'MiB')} unquantized), {mtp} the "
         f"multi-token-prediction block; {len(plan.skipped)} checkpoint tensors skipped"
     )

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from sqale_desktop.core.models.errors import NotEnoughDiskSpace
+from sqale_desktop.core.models.files import DiskUsage
 from sqale_desktop.core.units import format_bytes
-
-DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 
 
 def check_space(needs: dict[Path, int], margin: int, disk_usage: DiskUsage = shutil.disk_usage) -> None:
