@@ -22,14 +22,17 @@ Figures (ONE JSON object on the last line):
 - ``cancel_ms``: from ``cancel.set()`` on another thread to ``generate`` returning, while decoding
   and while prefilling a long turn (target <= 200 ms);
 - ``decode_loaded_ratio``: the engine's decode rate with one busy background process over its
-  rate without (target >= 0.4 on 2 cores), and ``idle_decode_ratio_vs_best``: the engine's
-  setting (passive waiting, one thread per core) idle, over the best (policy, threads) of an
-  idle sweep, each in a fresh process (target >= 0.95).  On a machine shared with other work
-  "idle" is only as idle as the others leave it.
+  rate without (target >= 0.4 on 2 cores), with the thread count its governor settled on
+  (``decode_loaded_threads``), and ``idle_decode_ratio_vs_best``: the engine's setting (its wait
+  policy, one thread per core, which the governor keeps on an idle machine) idle, over the best
+  (policy, threads) of an idle sweep, each in a fresh process (target >= 0.95); what the
+  governor itself costs idle shows in ``decode_ratio_vs_bare_generate`` (bare llama.cpp keeps
+  every thread).  On a machine shared with other work "idle" is only as idle as the others
+  leave it.  ``--busy-only`` measures just these two figures.
 - ``--policy-sweep``: decode and prefill for threads 1..cores x wait policies x 0, 1 and 2 busy
   background processes (``decode_probe.py`` in a fresh process each).
 
-    .venv/bin/python benchmarks/engine.py [--quick] [--threads N] [--model GGUF]
+    .venv/bin/python benchmarks/engine.py [--quick] [--threads N] [--model GGUF] [--busy-only]
 """
 
 from __future__ import annotations
@@ -294,7 +297,10 @@ POLICIES: dict[str, dict[str, str]] = {
     "openmp-default": {},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
     "spincount-0": {"GOMP_SPINCOUNT": "0"},
+    "spincount-1k": {"GOMP_SPINCOUNT": "1000"},
+    "spincount-3k": {"GOMP_SPINCOUNT": "3000"},
     "spincount-10k": {"GOMP_SPINCOUNT": "10000"},
+    "spincount-30k": {"GOMP_SPINCOUNT": "30000"},
     "spincount-100k": {"GOMP_SPINCOUNT": "100000"},
 }
 # Imports llama_cpp only, so the engine module's own policy defaults stay out of the comparison.
@@ -357,6 +363,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="default: physical cores")
     parser.add_argument("--model", type=Path, default=None, help="measure this GGUF instead")
     parser.add_argument(
+        "--busy-only", action="store_true", help="only decode idle vs under load, and vs the best setting"
+    )
+    parser.add_argument(
         "--policy-sweep",
         action="store_true",
         help="threads x wait policy x background load (several minutes)",
@@ -372,15 +381,9 @@ def main() -> int:
         )
         return 0
 
-    import llama_cpp
-
     threads = args.threads or physical_cores()
     path, label = benchmark_model(args.quick, args.model)
     n_ctx = 4096 if args.quick else 16384
-    turns = 7
-    # The synthetic vocabulary has few merges (about one token per character), so these texts
-    # give realistic token counts: a ~1.3k-token system prompt and ~300-token tool results.
-    paragraphs, rows, tokens = (1, 1, 8) if args.quick else (4, 4, 32)
     figures: dict[str, Any] = {
         "quick": args.quick,
         "model": label,
@@ -388,10 +391,11 @@ def main() -> int:
         "threads": threads,
         "n_ctx": n_ctx,
         "n_ubatch": 128,
-        "tokens_per_turn": tokens,
+        "tokens_per_turn": 8 if args.quick else 32,
     }
 
-    engine = LlamaEngine(path, n_ctx=n_ctx, n_threads=threads, n_ubatch=128, n_batch=512)
+    # threads=None is the app's "Automatic": one per core, adapted by the governor while decoding.
+    engine = LlamaEngine(path, n_ctx=n_ctx, n_threads=args.threads, n_ubatch=128, n_batch=512)
     started = time.perf_counter()
     info = engine.load()
     figures["load_s"] = round(time.perf_counter() - started, 2)
@@ -399,6 +403,34 @@ def main() -> int:
     figures["weights_bytes"] = engine.weights_bytes
     print(f"{label}: {path.stat().st_size / 2**20:.0f} MiB, {threads} threads, {engine.describe()}")
 
+    short = system_prompt(1) + user_turn(0, 1)
+    pairs, decode_tokens = (6, 64) if args.quick else (4, 48)
+    timer = DecodeTimer()
+    if not args.busy_only:
+        speed_and_cancel(args.quick, engine, path, figures, short, pairs, decode_tokens, timer)
+    busy_computer(engine, path, figures, short, decode_tokens, timer)
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+def speed_and_cancel(
+    quick: bool,
+    engine: LlamaEngine,
+    path: Path,
+    figures: dict[str, Any],
+    short: str,
+    pairs: int,
+    decode_tokens: int,
+    timer: DecodeTimer,
+) -> None:
+    """Episode cache reuse, the naive loop, decode vs bare llama.cpp, and cancel latency."""
+    import llama_cpp
+
+    turns = 7
+    # The synthetic vocabulary has few merges (about one token per character), so these texts
+    # give realistic token counts: a ~1.3k-token system prompt and ~300-token tool results.
+    paragraphs, rows, tokens = (1, 1, 8) if quick else (4, 4, 32)
+    n_ctx, threads = figures["n_ctx"], figures["threads"]
     episode = engine_episode(engine, turns, paragraphs, rows, tokens)
     episode.pop("prompt_text")
     figures["episode"] = episode
@@ -414,10 +446,7 @@ def main() -> int:
     figures["naive"] = naive
     print(f"naive create_completion loop: {json.dumps(naive)}")
 
-    short = system_prompt(1) + user_turn(0, 1)
     # Interleaved pairs, best of each: the machine may be busy, and load only ever slows a run.
-    pairs, decode_tokens = (6, 64) if args.quick else (4, 48)
-    timer = DecodeTimer()
     mine: list[DecodeRun] = []
     bare: list[DecodeRun] = []
     for _ in range(pairs):
@@ -441,38 +470,59 @@ def main() -> int:
     )
     print(f"llama_decode {per_token_ms:.2f} ms/tok; outside: engine {engine_over:.3f} bare {bare_over:.3f}")
 
-    long_prompt = system_prompt(8 if args.quick else 12)
+    long_prompt = system_prompt(8 if quick else 12)
     decode_ms = [cancel_latency(engine, short, "decode", 0.0) for _ in range(3)]
     prefill_ms = [cancel_latency(engine, long_prompt, "prefill", 0.3) for _ in range(3)]
     figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
     figures["aborted_prefill_chunks"] = engine.aborted_chunks
     print(f"cancel latency ms: {figures['cancel_ms']}")
 
+
+def busy_computer(
+    engine: LlamaEngine,
+    path: Path,
+    figures: dict[str, Any],
+    short: str,
+    decode_tokens: int,
+    timer: DecodeTimer,
+) -> None:
+    """Decode idle and under one busy process (the engine's own policy), then vs the best idle setting."""
     # A busy computer: the engine's own policy, idle and with one busy background process.
     figures["wait_policy"] = thread_policy.effective()
-    idle_runs, loaded_runs = [], []
+    idle_runs, loaded_runs, loaded_threads = [], [], []
     for _ in range(2):
         idle_runs.append(engine_decode_run(engine, short, decode_tokens, timer).rate)
         hog = _busy()
         try:
             time.sleep(0.3)
             loaded_runs.append(engine_decode_run(engine, short, decode_tokens, timer).rate)
+            loaded_threads.append(engine.decode_threads)
         finally:
             hog.kill()
             hog.wait()
     figures["decode_idle_tok_s"] = [round(r, 2) for r in idle_runs]
     figures["decode_loaded_tok_s"] = [round(r, 2) for r in loaded_runs]
     figures["decode_loaded_ratio"] = round(statistics.median(loaded_runs) / statistics.median(idle_runs), 3)
-    print(f"decode under one busy process / idle: {figures['decode_loaded_ratio']}")
+    figures["decode_loaded_threads"] = loaded_threads
+    governor = engine.governor
+    figures["governor"] = (
+        None if governor is None else {"trials": governor.trials, "switches": governor.switches}
+    )
+    print(
+        f"decode under one busy process / idle: {figures['decode_loaded_ratio']} (threads {loaded_threads})"
+    )
     engine.close()
-    # Idle decode of the engine's setting (passive, one thread per core) vs the best of the sweep.
+    # Idle decode of the engine's setting (its wait policy, one thread per core) vs the best of the sweep.
     sweep = policy_sweep(path, physical_cores(), loads=(0,))
-    chosen = sweep[f"passive/t{physical_cores()}"]["load0"]["decode_tok_s"]
+    chosen = sweep[f"{engine_policy_name()}/t{physical_cores()}"]["load0"]["decode_tok_s"]
     best = max(r["load0"]["decode_tok_s"] for r in sweep.values())
     figures["idle_sweep_decode_tok_s"] = {k: r["load0"]["decode_tok_s"] for k, r in sweep.items()}
     figures["idle_decode_ratio_vs_best"] = round(chosen / best, 3)
-    print(json.dumps(figures, sort_keys=True))
-    return 0
+
+
+def engine_policy_name() -> str:
+    """The sweep's name for the wait policy the engine sets (``thread_policy.WAIT_POLICY``)."""
+    return next(name for name, env in POLICIES.items() if env == thread_policy.WAIT_POLICY)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ from sqale_desktop.core.engines.base import (
 from sqale_desktop.core.engines.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama_sampler import SamplerChain
 from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDrafter
+from sqale_desktop.core.engines.thread_governor import ThreadGovernor
 
 # Before llama_cpp (and libgomp) can load: nothing in this module imports it at the top.
 _POLICY_NOTE = thread_policy.apply()
@@ -236,6 +237,7 @@ class LlamaEngine:
         speculation: Speculation = "off",
         draft_sizes: tuple[int, ...] = DRAFT_SIZES,
         rollback: Rollback = "auto",
+        adapt_threads: bool | None = None,
     ) -> None:
         self.model_path = Path(model_path)
         # Device bytes "auto" may plan for, below what the device reports free (tests, shared cards).
@@ -247,6 +249,10 @@ class LlamaEngine:
         self.n_ctx = n_ctx
         self.requested_gpu_layers: GpuLayers = n_gpu_layers
         self.n_threads = n_threads or physical_cores()
+        # "Automatic" threads also adapt while decoding (thread_governor); a number the user set stays fixed.
+        self.adapt_threads = n_threads is None if adapt_threads is None else adapt_threads
+        self.governor: ThreadGovernor | None = None
+        self._decode_threads = self.n_threads
         self.n_ubatch = n_ubatch
         self.n_batch = max(n_batch, n_ubatch)
         self.verbose = verbose
@@ -367,6 +373,8 @@ class LlamaEngine:
             progress(1.0)
         n_layers = int(llama_cpp.llama_model_n_layer(self._llama.model))
         chosen = attempts[len(errors)]
+        self._decode_threads = self.n_threads
+        self.governor = ThreadGovernor(self.n_threads) if self.adapt_threads and self.n_threads > 1 else None
         self.gpu_layers = 0 if not supports else (n_layers if chosen < 0 else min(chosen, n_layers))
         self.device_bytes = report.device_bytes()
         if self.gpu_layers and report.buffers and not report.device_bytes(frozenset({"model"})):
@@ -657,8 +665,22 @@ class LlamaEngine:
         return True
 
     def decode_one(self, token: int, stats: EngineStats) -> None:
-        """Evaluate one sampled token (it extends memory by exactly that token)."""
-        status = self._decode([token])
+        """Evaluate one sampled token (it extends memory by exactly that token).
+
+        With a governor, the step runs with the thread count it picks and reports its time back.
+        """
+        governor = self.governor
+        if governor is None:
+            status = self._decode([token])
+        else:
+            threads = governor.threads()
+            if threads != self._decode_threads:
+                # Single-token steps use n_threads; prefill and draft verification keep n_threads_batch.
+                self._lib.llama_set_n_threads(self._llama.ctx, threads, self.n_threads)
+                self._decode_threads = threads
+            started = time.perf_counter()
+            status = self._decode([token])
+            governor.record(threads, time.perf_counter() - started)
         if status != 0:
             self._reset_memory()
             raise EngineError(f"llama_decode failed ({status}) while generating")
@@ -765,6 +787,11 @@ class LlamaEngine:
         # Could not roll back: start over; the next turn re-evaluates its history (slow, correct).
         self.rollback_failures += 1
         self._reset_memory()
+
+    @property
+    def decode_threads(self) -> int:
+        """Threads the last single-token step ran with (the governor may use fewer than ``n_threads``)."""
+        return self._decode_threads
 
     def note_plain_step(self, seconds: float) -> None:
         """Fold one plain decode step's time into ``plain_step_s`` (what auto speculation must beat)."""

@@ -1,32 +1,33 @@
 """How llama.cpp's OpenMP threads wait, set before the library (and its libgomp) loads.
 
 The shipped llama-cpp-python build uses OpenMP; at every barrier of a decode its threads spin
-for the others.  When another process takes a core away (a browser, an IDE), the spinning
-thread burns the time slice the descheduled one needs and decoding collapses (measured on
-2 cores with one busy background process: 0.24 tok/s instead of 8.6).  libgomp reads its
-wait policy once, when it is loaded, so it is set here, in-process, before ``import llama_cpp``;
-a user who set any OpenMP wait variable keeps their own.
+for the others.  libgomp's default spin (300,000 rounds, then sleep) is what an idle machine
+wants, but when another process takes a core away the spinning thread burns the time slice the
+descheduled one needs and decoding collapses (0.24 tok/s instead of 8.6 measured on 2 cores
+with one busy background process).  libgomp reads its wait settings once, when it is loaded,
+so they are set here, in-process, before ``import llama_cpp``; a user who set any OpenMP wait
+variable keeps their own.
 
-Measured with ``benchmarks/engine.py --policy-sweep`` (2B-shaped Q4_K_M, 2 cores that five
-other jobs were using at the same time, so even "no extra load" was loaded; decode tok/s from
-the median time inside ``llama_decode``):
+The choice is a short bounded spin, not passive waits: ``benchmarks/engine.py --policy-sweep``
+on a quiet 2-core machine (2B-shaped Q4_K_M, decode tok/s, repeated runs of the idle column):
 
-| policy, threads        | +0 busy | +1 busy | +2 busy |
-|------------------------|---------|---------|---------|
-| OpenMP default, 2      | 0.18    | 0.16    | 0.07    |
-| GOMP_SPINCOUNT=10000, 2| 2.2     | 2.1     | -       |
-| GOMP_SPINCOUNT=100000,2| 0.57    | 0.24    | -       |
-| PASSIVE, 2             | 4.95    | 9.65    | 5.82    |
-| GOMP_SPINCOUNT=0, 2    | 8.87    | 7.74    | 5.11    |
-| any policy, 1          | 3.7-5.1 | 1.3-6.8 | 1.4-2.8 |
+| policy, 2 threads        | idle       | +1 busy | +2 busy |
+|--------------------------|------------|---------|---------|
+| OpenMP default           | 17.6-20.2  | 6.5     | 6.1     |
+| GOMP_SPINCOUNT=3000      | 18.9-20.9  | 6.3     | 6.4     |
+| GOMP_SPINCOUNT=10000     | 14.7-19.1  | 4.1     | 8.4     |
+| GOMP_SPINCOUNT=30000     | 15.2-19.7  | 2.6     | 7.7     |
+| OMP_WAIT_POLICY=PASSIVE  | 13.7-15.2  | 11.6    | 6.8     |
+| GOMP_SPINCOUNT=0         | 13.4       | 13.1    | 8.9     |
+| 1 thread, any policy     | 13.1-14.7  | 9.7-14.1| 8.3-12.7|
 
-Every spinning policy with 2 threads collapsed; passive waiting (libgomp: spin count 0) with
-one thread per core was the best or near it in every column.  A truly idle machine was not
-available, but passive waiting reached 8.9-9.7 tok/s here, at or above the best idle figure
-recorded for spinning threads on this kind of machine (8.56, ENGINE-NOTES); the earlier
-"passive: 4.27 idle" reading is not reproduced by these runs.  ``benchmarks/engine.py``
-reports the idle ratio against the best setting on every run, so a machine where passive
-waiting costs more shows it.
+Passive waits hold up under load but cost a quarter of the idle speed (waking a sleeping thread
+at each of several hundred barriers per token); a spin of 3,000 rounds is as fast as the
+default when idle and, unlike the default, stops burning a core a few microseconds after the
+work ends.  What keeps it from collapsing under load is the engine's ``thread_governor``: it
+drops to one thread fewer when steps slow down, and one thread with any policy runs at full
+speed on the core that is left.  A fixed thread count set by the user gets no governor; with 2
+threads on a busy machine it then decodes at the "+1 busy" figures above.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from __future__ import annotations
 import os
 import sys
 
-# Sleep at a barrier instead of spinning (libgomp: spin count 0; LLVM's libomp honours it too).
-WAIT_POLICY: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
+# Spin briefly at a barrier, then sleep (libgomp; LLVM's libomp has its own KMP_BLOCKTIME, left alone).
+WAIT_POLICY: dict[str, str] = {"GOMP_SPINCOUNT": "3000"}
 # Any of these set by the user means they chose a policy: leave all of them alone.
 USER_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 

@@ -25,8 +25,8 @@ def run_probe(**env: str) -> str:
     return out.stdout.strip()
 
 
-def test_importing_the_engine_sets_a_passive_wait_policy() -> None:
-    assert run_probe() == "PASSIVE None None"
+def test_importing_the_engine_sets_a_short_spin() -> None:
+    assert run_probe() == "None 3000 None"
 
 
 def test_a_users_own_wait_setting_is_kept() -> None:
