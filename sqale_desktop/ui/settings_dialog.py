@@ -117,8 +117,9 @@ class SettingsDialog(QDialog):
 
         self.threads = _int("n_threads", settings.n_threads, special="Automatic (one per core)")
         self.threads.setToolTip(
-            "Automatic uses one thread per physical core, which benchmarks/engine.py --policy-sweep "
-            "found fastest here, idle or busy (threads sleep instead of spinning while they wait)."
+            "Automatic uses one thread per physical core, the fastest on an idle computer, and "
+            "decodes with one thread fewer while another program keeps a core busy (both measured "
+            "by benchmarks/engine.py). A number set here is used as it is, busy or not."
         )
         form.addRow("CPU threads", self.threads)
         self.speculation = QComboBox(self)

@@ -70,6 +70,17 @@ def test_turns_collapse_and_budget_and_speed_are_shown(qtbot: Any) -> None:
     assert pane.current is None and pane.ask_button.isEnabled()
 
 
+def test_a_turn_that_drafted_says_how_much_the_model_kept(qtbot: Any) -> None:
+    pane = make_pane(qtbot)
+    view = pane.begin("q")
+    pane.apply([TurnStarted(1, False, 6), TextDelta(1, "t", "think")])
+    pane.apply([TurnFinished(1, 120, 2.0, 60.0, drafted_tokens=52, accepted_tokens=40)])
+    pane.apply([TurnStarted(2, False, 5), TextDelta(1, "u", "think")])
+    pane.apply([TurnFinished(2, 80, 2.0, 40.0)])
+    assert "120 tokens, 60.0 tok/s, 40/52 drafted kept" in view.turns[1].header.text()
+    assert "drafted" not in view.turns[2].header.text()  # speculation off or nothing copied
+
+
 def test_tool_results_are_rendered_for_people(qtbot: Any) -> None:
     pane = make_pane(qtbot)
     view = pane.begin("q")

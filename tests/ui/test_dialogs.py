@@ -78,6 +78,21 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         assert (box.minimum(), box.maximum()) == pytest.approx(LIMITS[name]), name
 
 
+def test_speculation_and_thread_choices_explain_themselves_and_round_trip(qtbot: Any) -> None:
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.speculation.currentData() == "off"  # the default (issue 14's figures did not hold)
+    assert dialog.threads.value() == 0 and dialog.threads.specialValueText() == "Automatic (one per core)"
+    assert "one thread fewer" in dialog.threads.toolTip()
+    assert "without changing what the model writes" in dialog.speculation.toolTip()
+    dialog.speculation.setCurrentIndex(dialog.speculation.findData("auto"))
+    dialog.threads.setValue(3)
+    result = dialog.result_settings()
+    assert result.speculation == "auto" and result.n_threads == 3
+    dialog.engine.setCurrentIndex(dialog.engine.findData("openai"))
+    assert not dialog.speculation.isEnabled() and not dialog.threads.isEnabled()  # a server decides
+
+
 def test_settings_dialog_keeps_the_hub_token_in_the_keyring(qtbot: Any, memory_secrets: Any) -> None:
     from sqale_desktop.core.models.hub import hub_token
 
