@@ -158,7 +158,8 @@ class _ProgressPrinter:
         if p.phase == "download":
             eta = f"{p.eta_s:.0f} s" if p.eta_s is not None else "?"
             done, total = format_bytes(p.done), format_bytes(p.total)
-            line = f"\r{done} / {total}  {p.speed_bps / 1024**2:.1f} MiB/s  ETA {eta}" + (
+            speed = format_bytes(p.speed_bps, "MiB")
+            line = f"\r{done} / {total}  {speed}/s  ETA {eta}" + (
                 "  (stalled, retrying)" if p.stalled else ""
             )
             print(line.ljust(72), end="", file=sys.stderr, flush=True)

@@ -503,8 +503,9 @@ class ModelManagerDialog(QDialog):
             self.message.setText(report.message)
         elif report.phase == "download":
             eta = f", {report.eta_s:.0f} s left" if report.eta_s is not None else ""
+            speed = format_bytes(report.speed_bps, "MiB")
             self.message.setText(
-                f"{_size(report.done)} of {_size(report.total)} at {report.speed_bps / 2**20:.1f} MiB/s{eta}"
+                f"{_size(report.done)} of {_size(report.total)} at {speed}/s{eta}"
                 + (" (stalled, retrying)" if report.stalled else "")
             )
 
