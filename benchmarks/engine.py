@@ -28,7 +28,7 @@ Figures (ONE JSON object on the last line):
   (policy, threads) of an idle sweep, each in a fresh process (target >= 0.95); what the
   governor itself costs idle shows in ``decode_ratio_vs_bare_generate`` (bare llama.cpp keeps
   every thread).  On a machine shared with other work "idle" is only as idle as the others
-  leave it.  ``--busy-only`` measures just these two figures.
+  leave it.  ``--busy-only`` measures just these figures and ``decode_ratio_vs_bare_generate``.
 - ``--policy-sweep``: decode and prefill for threads 1..cores x wait policies x 0, 1 and 2 busy
   background processes (``decode_probe.py`` in a fresh process each).
 
@@ -406,7 +406,9 @@ def main() -> int:
     short = system_prompt(1) + user_turn(0, 1)
     pairs, decode_tokens = (6, 64) if args.quick else (4, 48)
     timer = DecodeTimer()
-    if not args.busy_only:
+    if args.busy_only:
+        decode_vs_bare(engine, bare_llama(path, n_ctx, threads), figures, short, pairs, decode_tokens, timer)
+    else:
         speed_and_cancel(args.quick, engine, path, figures, short, pairs, decode_tokens, timer)
     busy_computer(engine, path, figures, short, decode_tokens, timer)
     print(json.dumps(figures, sort_keys=True))
@@ -424,8 +426,6 @@ def speed_and_cancel(
     timer: DecodeTimer,
 ) -> None:
     """Episode cache reuse, the naive loop, decode vs bare llama.cpp, and cancel latency."""
-    import llama_cpp
-
     turns = 7
     # The synthetic vocabulary has few merges (about one token per character), so these texts
     # give realistic token counts: a ~1.3k-token system prompt and ~300-token tool results.
@@ -438,14 +438,40 @@ def speed_and_cancel(
     figures["decode_tok_s"] = episode["decode_tok_s"]
     print(f"engine episode: {json.dumps(episode)}")
 
-    llm = llama_cpp.Llama(
-        str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
-        verbose=False,
-    )  # fmt: skip
+    llm = bare_llama(path, n_ctx, threads)
     naive = naive_episode(llm, turns, paragraphs, rows, tokens)
     figures["naive"] = naive
     print(f"naive create_completion loop: {json.dumps(naive)}")
+    decode_vs_bare(engine, llm, figures, short, pairs, decode_tokens, timer)
 
+    long_prompt = system_prompt(8 if quick else 12)
+    decode_ms = [cancel_latency(engine, short, "decode", 0.0) for _ in range(3)]
+    prefill_ms = [cancel_latency(engine, long_prompt, "prefill", 0.3) for _ in range(3)]
+    figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
+    figures["aborted_prefill_chunks"] = engine.aborted_chunks
+    print(f"cancel latency ms: {figures['cancel_ms']}")
+
+
+def bare_llama(path: Path, n_ctx: int, threads: int) -> Any:
+    """llama-cpp-python on its own, every thread fixed (no governor)."""
+    import llama_cpp
+
+    return llama_cpp.Llama(
+        str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
+        verbose=False,
+    )  # fmt: skip
+
+
+def decode_vs_bare(
+    engine: LlamaEngine,
+    llm: Any,
+    figures: dict[str, Any],
+    short: str,
+    pairs: int,
+    decode_tokens: int,
+    timer: DecodeTimer,
+) -> None:
+    """The engine's decode rate over bare ``Llama.generate``, interleaved; closes ``llm``."""
     # Interleaved pairs, best of each: the machine may be busy, and load only ever slows a run.
     mine: list[DecodeRun] = []
     bare: list[DecodeRun] = []
@@ -469,13 +495,6 @@ def speed_and_cancel(
         "decode tok/s: engine", figures["decode_engine_tok_s"], "bare", figures["decode_bare_generate_tok_s"]
     )
     print(f"llama_decode {per_token_ms:.2f} ms/tok; outside: engine {engine_over:.3f} bare {bare_over:.3f}")
-
-    long_prompt = system_prompt(8 if quick else 12)
-    decode_ms = [cancel_latency(engine, short, "decode", 0.0) for _ in range(3)]
-    prefill_ms = [cancel_latency(engine, long_prompt, "prefill", 0.3) for _ in range(3)]
-    figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
-    figures["aborted_prefill_chunks"] = engine.aborted_chunks
-    print(f"cancel latency ms: {figures['cancel_ms']}")
 
 
 def busy_computer(
