@@ -19,7 +19,7 @@ as soon as steps get much slower than the speed it settled on (another program a
 now and then tries a neighbouring count (one more when below the maximum, so it climbs back
 when the other program is gone).  A trial is a handful of steps; the faster median wins.
 Trials that lose make the next periodic trial wait twice as long, so an idle machine pays
-about one percent for the watching.
+well under one percent for the watching.
 
 Prefill is left at every core: a batch of 128 tokens has few barriers per unit of work, and the
 sweep found it degrades gracefully under load.
@@ -39,9 +39,14 @@ WINDOW = 5
 CONTENTION = 1.5
 # A trial must be this much faster than the count it challenges to win (noise is ~10 %).
 MARGIN = 0.92
-# Steps between periodic trials, doubled after each lost trial up to EXPLORE_MAX.
-EXPLORE_EVERY = 128
-EXPLORE_MAX = 512
+# The first periodic trial comes early (a machine already busy when the model loaded gives no
+# slowdown to notice); after that, trials come every EXPLORE_EVERY steps, doubled after each lost
+# one up to a cap: long for trying fewer threads (a new load is noticed by its slowdown anyway),
+# shorter for trying more (how soon decoding climbs back once the other program is gone).
+EXPLORE_FIRST = 2 * WINDOW
+EXPLORE_EVERY = 256
+EXPLORE_MAX_FEWER = 2048
+EXPLORE_MAX_MORE = 512
 
 
 @dataclass
@@ -59,7 +64,7 @@ class ThreadGovernor:
     _recent: float = 0.0
     _skip: int = 1
     _since_trial: int = 0
-    _explore_every: int = EXPLORE_EVERY
+    _explore_every: int = EXPLORE_FIRST
 
     def __post_init__(self) -> None:
         self.most = max(1, self.most)
@@ -116,6 +121,7 @@ class ThreadGovernor:
         else:
             # The count it challenged stays; its fresh window is the speed to hold it to.
             self.settled = self._recent
-            self._explore_every = min(EXPLORE_MAX, self._explore_every * 2)
+            cap = EXPLORE_MAX_FEWER if self._trial < self.current else EXPLORE_MAX_MORE
+            self._explore_every = min(cap, max(EXPLORE_EVERY, 2 * self._explore_every))
         self._trial = None
         self._skip = 1

@@ -47,12 +47,12 @@ def total(trace: list[tuple[int, float]], start: int = 0, end: int | None = None
     return sum(seconds for _, seconds in trace[start:end])
 
 
-def test_an_idle_machine_keeps_every_core_and_pays_about_one_percent() -> None:
+def test_an_idle_machine_keeps_every_core_and_pays_under_one_percent() -> None:
     governor = ThreadGovernor(2)
     trace = run(governor, lambda _: IDLE, 3000)
     fixed = run(None, lambda _: IDLE, 3000)
     assert sum(1 for threads, _ in trace if threads == 1) < 0.02 * len(trace)
-    assert total(trace) < 1.01 * total(fixed)
+    assert total(trace) < 1.005 * total(fixed)
     assert governor.current == 2 and governor.switches == 0
 
 
@@ -67,6 +67,15 @@ def test_a_program_taking_a_core_moves_decoding_to_one_thread_at_once() -> None:
     assert governor.current == 1
 
 
+def test_a_machine_already_busy_when_decoding_starts_is_found_out_early() -> None:
+    """No slowdown to notice here: the first periodic trial, a few windows in, finds it."""
+    governor = ThreadGovernor(2)
+    trace = run(governor, lambda _: BUSY, 300)
+    first = next(i for i, (threads, _) in enumerate(trace) if threads == 1)
+    assert first <= thread_governor.EXPLORE_FIRST + 2 * thread_governor.WINDOW + 2
+    assert governor.current == 1
+
+
 def test_decoding_climbs_back_to_every_core_when_the_program_is_gone() -> None:
     governor = ThreadGovernor(2)
     trace = run(governor, lambda step: BUSY if 100 <= step < 600 else IDLE, 1400)
@@ -74,7 +83,7 @@ def test_decoding_climbs_back_to_every_core_when_the_program_is_gone() -> None:
     back = next(
         i for i, (threads, _) in enumerate(trace) if i >= 600 and threads == 2 and governor.current == 2
     )
-    assert back - 600 <= thread_governor.EXPLORE_MAX
+    assert back - 600 <= thread_governor.EXPLORE_MAX_MORE + 2 * thread_governor.WINDOW
     assert [threads for threads, _ in trace[-50:]].count(2) >= 45
 
 
