@@ -111,6 +111,7 @@ from sqale_desktop.core.engines.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama_sampler import SamplerChain
 from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDrafter
 from sqale_desktop.core.engines.thread_governor import ThreadGovernor
+from sqale_desktop.core.units import MIB, format_bytes
 
 # Before llama_cpp (and libgomp) can load: nothing in this module imports it at the top.
 _POLICY_NOTE = thread_policy.apply()
@@ -121,7 +122,7 @@ _ALL_LAYERS = -1
 # System turns shorter than this are cheaper to evaluate than to keep a snapshot of.
 _MIN_CACHED_PREFIX = 32
 # Reading the model file ahead of llama.cpp, in blocks this size, is what the load progress shows.
-_READ_BLOCK = 16 * 2**20
+_READ_BLOCK = 16 * MIB
 # Share of the progress bar for reading the file; the rest is llama.cpp building the model.
 _READ_SHARE = 0.9
 
@@ -393,8 +394,8 @@ class LlamaEngine:
         if device is not None and self.gpu_layers:
             self.notes.append(
                 f"{self.gpu_layers} of {n_layers} layers on {device.name} ({device.description}); "
-                f"llama.cpp allocated {self.device_bytes / 2**20:.0f} MiB there "
-                f"({device.free_bytes / 2**20:.0f} MiB were free)"
+                f"llama.cpp allocated {format_bytes(self.device_bytes)} there "
+                f"({format_bytes(device.free_bytes)} were free)"
             )
         self._vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
@@ -413,8 +414,8 @@ class LlamaEngine:
         if grown > 0:
             mapped = max(file_after - file_before, 0)
             self.notes.append(
-                f"resident after load: {grown / 2**20:.0f} MiB, of which {mapped / 2**20:.0f} MiB is the "
-                f"memory-mapped model file ({self.weights_bytes / 2**20:.0f} MiB of weights)"
+                f"resident after load: {format_bytes(grown)}, of which {format_bytes(mapped)} is the "
+                f"memory-mapped model file ({format_bytes(self.weights_bytes)} of weights)"
             )
 
     def _choose_rollback(self) -> str:
@@ -465,8 +466,8 @@ class LlamaEngine:
         if fit <= footprint.n_layers:
             whole = footprint.layers_bytes(footprint.n_layers, self.n_ctx)
             self.notes.append(
-                f"auto: {fit} of {footprint.n_layers} layers fit in {free / 2**20:.0f} MiB of {device.name} "
-                f"(the whole model needs about {whole / 2**20:.0f} MiB at n_ctx {self.n_ctx})"
+                f"auto: {fit} of {footprint.n_layers} layers fit in {format_bytes(free)} of {device.name} "
+                f"(the whole model needs about {format_bytes(whole)} at n_ctx {self.n_ctx})"
             )
         return fit
 

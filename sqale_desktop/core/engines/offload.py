@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.units import MIB, format_bytes
+
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h)
 _DEVICE_KINDS = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
 _OFFLOAD_KINDS = frozenset({"gpu", "igpu"})
-MIB = 2**20
 # Kept free on the device for llama.cpp's compute buffers (which grow with n_ubatch, ~124 MiB at
 # 128 for the 2B model on the CPU) and for the driver; a share of the device for large cards.
 _RESERVE_MIN = 384 * MIB
@@ -55,8 +56,8 @@ class OffloadDevice:
     def label(self) -> str:
         """``Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits)), 12.1 of 23.4 GiB free``."""
         return (
-            f"{self.name} ({self.description}), {self.free_bytes / 2**30:.1f} of "
-            f"{self.total_bytes / 2**30:.1f} GiB free"
+            f"{self.name} ({self.description}), {format_bytes(self.free_bytes)} of "
+            f"{format_bytes(self.total_bytes)} free"
         )
 
 
