@@ -13,7 +13,8 @@
    by the site: marked ``abridged``) are reported separately.
 2. **Costs on the real architecture** (2B-shaped random-weight Q4_K_M qwen35, written once):
    one plain decode step, one verification pass for k = 1..8 (time inside ``llama_decode``,
-   medians), and the extra cost of a rejection with each rollback method.
+   medians), and the extra cost of a rejection with each rollback method: llama.cpp's recurrent
+   snapshots, a partial or full state copy, and verification on a copied sequence (seq-copy).
 3. **Estimate**: replaying (1)'s steps with (2)'s costs gives the expected decode speed-up for
    call/SQL and for thinking text.
 4. **Measured end to end** on SmolLM2: copy-heavy turns built from the episodes, greedy, with
@@ -240,6 +241,87 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
     }
 
 
+def seq_copy_costs(path: Path, threads: int, ks: list[int], reps: int) -> dict[str, Any]:
+    """The fourth rollback the issue names: verify on a copy of the sequence, keep the original.
+
+    A context with two sequences and a unified KV cache (``n_seq_max=2, kv_unified``, which
+    ``Llama`` does not expose: set through the engine's ``_context_fields``).  Per verification:
+    ``seq_cp(0 -> 1)`` (the attention cells are shared; llama.cpp copies the recurrent state when
+    sequence 1 is next written), the draft decoded on sequence 1 with logits everywhere, then
+    ``seq_rm(1)``.  Sequence 0 never saw the draft, so a rejection costs re-evaluating the
+    accepted tokens on it (worst case measured, as for the other methods: rejection at the
+    first draft, so the pending token alone is evaluated); a full acceptance could swap the two
+    sequences' roles and cost nothing more.  ``verify_ms`` includes the copy and the removal.
+    """
+    import llama_cpp
+
+    from sqale_desktop.core.engines.llama_cpp_engine import _context_fields
+
+    with _context_fields(llama_cpp.llama_cpp, n_seq_max=2, kv_unified=True):
+        llm = llama_cpp.Llama(
+            str(path), n_ctx=4096, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
+            flash_attn=True, verbose=False,
+        )  # fmt: skip
+    ctx = llm.ctx
+    mem = llama_cpp.llama_get_memory(ctx)
+    batch = llama_cpp.llama_batch_init(max(ks) + 1, 0, 1)
+
+    def decode(tokens: list[int], start: int, seq: int, all_logits: bool) -> float:
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = start + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = seq
+            batch.logits[i] = 1 if all_logits or i == len(tokens) - 1 else 0
+        batch.n_tokens = len(tokens)
+        started = time.perf_counter()
+        status = llama_cpp.llama_decode(ctx, batch)
+        assert status == 0, status
+        return time.perf_counter() - started
+
+    prompt = [(i * 7919) % 30000 + 100 for i in range(256)]
+    held = 0
+    for i in range(0, len(prompt), 128):
+        chunk = prompt[i : i + 128]
+        ids = (llama_cpp.llama_token * len(chunk))(*chunk)
+        assert llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(ids, len(chunk))) == 0
+        held += len(chunk)
+    plain: list[float] = []
+    verify: dict[int, list[float]] = {k: [] for k in ks}
+    reject: dict[int, list[float]] = {k: [] for k in ks}
+    copy_ms: list[float] = []
+    token = 500
+    for _ in range(reps):
+        plain.append(decode([token], held, 0, False))
+        held += 1
+        for k in ks:
+            started = time.perf_counter()
+            llama_cpp.llama_memory_seq_cp(mem, 0, 1, -1, -1)
+            copied = time.perf_counter() - started
+            passed = decode([token] * (k + 1), held, 1, True)
+            started = time.perf_counter()
+            llama_cpp.llama_memory_seq_rm(mem, 1, -1, -1)
+            removed = time.perf_counter() - started
+            copy_ms.append(copied + removed)
+            verify[k].append(copied + passed + removed)
+            reject[k].append(decode([token], held, 0, False))  # the pending token, on the original
+            held += 1
+    llama_cpp.llama_batch_free(batch)
+    llm.close()
+
+    def ms(values: list[float]) -> float:
+        return round(statistics.median(values) * 1000, 2)
+
+    return {
+        "rollback": "seq-copy",
+        "method": "seq-copy",
+        "plain_step_ms": ms(plain),
+        "copy_and_remove_ms": ms(copy_ms),
+        "verify_ms": {str(k): ms(v) for k, v in verify.items()},
+        "reject_extra_ms": {str(k): ms(v) for k, v in reject.items()},
+    }
+
+
 def plain_with_snapshots_ms(path: Path, threads: int, reps: int) -> dict[str, float]:
     """A plain decode step (ms) and a 256-token prefill with and without the engine set up to speculate.
 
@@ -399,6 +481,8 @@ def main() -> int:
     for rollback in ("snapshots", "partial-state", "full-state"):
         costs[rollback] = decode_costs(path, threads, ks, reps, rollback)
         print(f"costs {rollback}: {json.dumps(costs[rollback])}", flush=True)
+    costs["seq-copy"] = seq_copy_costs(path, threads, ks, reps)
+    print(f"costs seq-copy: {json.dumps(costs['seq-copy'])}", flush=True)
     figures["costs"] = costs
     figures["plain_step_ms_n_rs_seq"] = plain_with_snapshots_ms(path, threads, reps)
     print("plain step with/without snapshots:", figures["plain_step_ms_n_rs_seq"], flush=True)

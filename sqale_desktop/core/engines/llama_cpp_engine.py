@@ -26,9 +26,10 @@ Across episodes: every episode starts with the same system turn, so the state ri
 ``<|im_end|>`` is snapshotted once and restored when a new session starts with the same ids
 (``LlamaSession.reused_tokens`` counts them; they are not in ``evaluated_tokens``).
 
-Threads and waiting: ``thread_policy`` makes OpenMP threads sleep at barriers instead of
-spinning (set on import of this module, before llama.cpp loads), so decoding holds up when
-another process takes a core; see that module for the measurements.
+Threads and waiting: ``thread_policy`` gives OpenMP threads a short bounded spin at barriers
+(set on import of this module, before llama.cpp loads), and with "Automatic" threads a
+``thread_governor`` picks each single-token step's thread count from the step times, dropping to
+one thread fewer while another program takes a core; see those modules for the measurements.
 
 Speculative decoding (``speculation="on"``/``"auto"``): an n-gram drafter over the episode's own
 ids (``ngram_draft``) proposes up to k tokens; the pending sampled token and the draft are
@@ -58,21 +59,24 @@ Rolling back after a rejection.  The hybrid model's recurrent state cannot be tr
   restore it, drop the attention cells with ``seq_rm`` and re-evaluate the accepted tokens:
   a rejection costs 86-126 ms, about one decode step.
 - "full-state": the same with the whole sequence state (grows with the context): 134-183 ms.
-- ``seq_cp`` to a scratch sequence was not built: it needs ``n_seq_max`` >= 2 with a unified
-  KV cache and still re-evaluates the accepted tokens on the original sequence, i.e. it costs
-  what "partial-state" costs plus a second recurrent state.
+- "seq-copy", measured in the benchmark but not built into the engine: ``seq_cp`` to a second
+  sequence (``n_seq_max=2``, unified KV cache), verify there, ``seq_rm`` it; the copy and the
+  removal cost ~0.1 ms, but the original sequence never saw the accepted tokens, so a rejection
+  re-evaluates them there: about one decode step, like "partial-state", plus a second
+  recurrent state in memory.
 "snapshots" is used where llama.cpp grants it (``llama_n_rs_seq`` after loading), otherwise
 "partial-state"; attention-only models simply truncate.  All three are checked against a fresh
 evaluation of the same ids in ``tests/core/engines/test_llama_speculative.py``.
 
 Does it pay here?  Not on this 2-core CPU (hence the setting's default, off): the 2B-shaped
-Q4_K_M decode is compute-bound (prefill ~57 tok/s vs decode ~8.5), so a pass over n tokens
-costs roughly n GEMV-rows of compute except in 4-row GEMM groups.  Measured pass over 4 tokens
-(3 drafts + pending) 1.6-3.1x a plain step, over 8 tokens 7-12x, in runs while five other
-jobs shared the two cores (plain steps swung from 83 to 300 ms between runs).  With the
-drafter's teacher-forced acceptance on the published episodes (call/SQL: 62 % of tokens
-drafted correctly, 2.3 accepted per 3-token verification) that estimates 1.05-1.9x on
-call/SQL and 0.8-1.1x on thinking text; SmolLM2 end to end measured 1.09-1.17x.  On hardware
+Q4_K_M decode is compute-bound (prefill ~60 tok/s vs decode ~20 on a quiet machine), so a pass
+over n tokens costs roughly n GEMV-rows of compute except in 4-row GEMM groups.  Quiet machine:
+a plain step 49-52 ms, a pass over 2 tokens 86-97 ms (1.8-1.9x), over 4 tokens (3 drafts +
+pending) 133-144 ms (2.7-2.8x), over 8 tokens 7-8x; on a shared machine the 4-token ratio
+ranged 1.6-3.1x.  With the drafter's teacher-forced acceptance on the published episodes
+(call/SQL: 62 % of tokens drafted correctly, 2.3 accepted per 3-token verification) that
+estimates 1.17x on call/SQL and 0.85x on thinking text (targets 1.3x and 0.98x); SmolLM2 end to
+end measured 1.30x quiet (1.09-1.22x shared).  On hardware
 where decoding is memory-bound (a GPU, a wide CPU) a verification costs about one step and
 the same drafts pay in full.
 Invariants kept: memory always holds the history minus its final sampled token; a
