@@ -61,9 +61,10 @@ Rolling back after a rejection.  The hybrid model's recurrent state cannot be tr
 - "full-state": the same with the whole sequence state (grows with the context): 134-183 ms.
 - "seq-copy", measured in the benchmark but not built into the engine: ``seq_cp`` to a second
   sequence (``n_seq_max=2``, unified KV cache), verify there, ``seq_rm`` it; the copy and the
-  removal cost ~0.1 ms, but the original sequence never saw the accepted tokens, so a rejection
-  re-evaluates them there: about one decode step, like "partial-state", plus a second
-  recurrent state in memory.
+  removal cost 0.14 ms, but the original sequence never saw the accepted tokens, so a rejection
+  re-evaluates them there: 59-64 ms, about one decode step, like "partial-state", plus a second
+  recurrent state in memory; and a plain step in such a two-sequence context took 64 ms
+  against 50 (estimate 1.11x on call/SQL against 1.18x for "snapshots").
 "snapshots" is used where llama.cpp grants it (``llama_n_rs_seq`` after loading), otherwise
 "partial-state"; attention-only models simply truncate.  All three are checked against a fresh
 evaluation of the same ids in ``tests/core/engines/test_llama_speculative.py``.
