@@ -1,17 +1,14 @@
 """The main window: open databases in tabs, each with its conversation; the agent; the status bar.
 
-Opening a file runs on the pool (the file is checked, opened read-only and its schema read), so a
-slow disk never freezes the window; a file that cannot be used leaves a clear message in the
-banner at the top, not a dialog box in the way and not a crash.
+The window composes: ``DatabaseTabs`` opens and closes the tabs, ``Conversations`` restores and
+clears what the history keeps of them, ``EpisodeController`` routes the agent's events to the tab
+that asked, ``ModelAdvice`` checks the chosen model.  What is left here is the chrome (menus,
+banners, status bar), the Ask/Stop state of the tabs, the settings, and shutting all of it down.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMenu,
     QProgressBar,
     QPushButton,
     QTabWidget,
@@ -40,21 +36,19 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
-from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
-from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.query_history import QueryRun, runs_from_entries
+from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.chat_widgets import ended_by_status
+from sqale_desktop.ui.conversations import Conversations
 from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.database_tabs import DatabaseTabs
 from sqale_desktop.ui.episode_controller import EpisodeController
-from sqale_desktop.ui.episode_view import EpisodeView
 from sqale_desktop.ui.help_menu import add_help_menu
-from sqale_desktop.ui.workers import JobContext, TaskPool
-
-log = logging.getLogger(__name__)
+from sqale_desktop.ui.model_advice import ModelAdvice
+from sqale_desktop.ui.workers import TaskPool
 
 EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
 """Settings -> (engine factory or None, status-bar description, episode function)."""
@@ -63,8 +57,6 @@ MODEL_AFFECTING = ("engine", "server_url", "model_id", "gpu_layers", "n_threads"
 """Settings that change the loaded engine; any other change (theme, limits, rows, sampling) keeps it."""
 RECORDING_DELAY_S = 0.03
 """Pause between streamed chunks of the recorded demo episode: readable, about 250 characters/s."""
-
-"""How often streamed events are applied: 25 times a second is smooth and bounds the UI's work."""
 
 
 class MainWindow(QMainWindow):
@@ -114,17 +106,28 @@ class MainWindow(QMainWindow):
         self.episodes.finished.connect(self._episode_finished)
         self.runner.engine_state.connect(self._engine_state)
         self.runner.load_progress.connect(self._load_progress)
-        self._opening: dict[Path, JobContext] = {}
         self._closed = False
         self.has_engine = engine_factory is not None
         self.recording_delay = RECORDING_DELAY_S
-        self.model_checkpoint: str | None = None  # the checkpoint the chosen GGUF was built from
-        self._model_job: JobContext | None = None
         self.models_dialog: Any = None  # the model manager while it is open
 
         self._build_ui()
+        self.databases = DatabaseTabs(
+            self, self.tabs, self.empty, self.pool, lambda: self.settings, self._save_settings
+        )
+        self.databases.page_created.connect(self._connect_page)
+        self.databases.opened.connect(self._page_opened)
+        self.databases.closing.connect(self._page_closing)
+        self.databases.error.connect(self.show_error)
+        self.databases.open_failed.connect(self.open_failed)
+        self.databases.message.connect(self.show_message)
+        self.conversations = Conversations(self.history, self, self.pages)
+        self.conversations.error.connect(self.show_error)
+        self.conversations.message.connect(self.show_message)
+        self.model_advice = ModelAdvice(self.pool, self.model_banners, lambda: self.settings, self)
+        self.model_advice.checked.connect(self.model_checked)
+        self.model_advice.models_wanted.connect(self.show_models)
         self._build_menus()
-        self.refresh_recent_menu()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
@@ -178,7 +181,6 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.tabs.setTabsClosable(True)
         self.tabs.setMovable(True)
-        self.tabs.tabCloseRequested.connect(self.close_tab)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.empty = QLabel(
             "<h2>No database open</h2><p>Open a SQLite file with <b>Ctrl+O</b>, drop one here, "
@@ -218,8 +220,7 @@ class MainWindow(QMainWindow):
         open_action.setShortcut(QKeySequence.StandardKey.Open)
         open_action.triggered.connect(self.ask_open)
         file_menu.addAction(open_action)
-        self.recent_menu = QMenu("Open &Recent", self)
-        file_menu.addMenu(self.recent_menu)
+        file_menu.addMenu(self.databases.recent_menu)
         demo_action = QAction("Open the &Demo Shop", self)
         demo_action.triggered.connect(self.open_demo)
         file_menu.addAction(demo_action)
@@ -227,11 +228,11 @@ class MainWindow(QMainWindow):
         clear_action.triggered.connect(lambda: self.clear_conversation())
         file_menu.addAction(clear_action)
         conversations_action = QAction("Stored Conversations…", self)
-        conversations_action.triggered.connect(self.show_conversations)
+        conversations_action.triggered.connect(self.conversations.show_dialog)
         file_menu.addAction(conversations_action)
         close_action = QAction("&Close Database", self)
         close_action.setShortcut(QKeySequence.StandardKey.Close)
-        close_action.triggered.connect(lambda: self.close_tab(self.tabs.currentIndex()))
+        close_action.triggered.connect(lambda: self.databases.close_tab(self.tabs.currentIndex()))
         file_menu.addAction(close_action)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
@@ -252,11 +253,10 @@ class MainWindow(QMainWindow):
 
     # databases ------------------------------------------------------------------------------
     def pages(self) -> list[DatabasePage]:
-        return [p for i in range(self.tabs.count()) if isinstance(p := self.tabs.widget(i), DatabasePage)]
+        return self.databases.pages()
 
     def current_page(self) -> DatabasePage | None:
-        page = self.tabs.currentWidget()
-        return page if isinstance(page, DatabasePage) else None
+        return self.databases.current_page()
 
     def ask_open(self) -> None:
         name, _ = QFileDialog.getOpenFileName(
@@ -268,48 +268,19 @@ class MainWindow(QMainWindow):
         if name:
             self.open_database(Path(name))
 
-    def open_demo(self) -> None:
-        from sqale_desktop.core.demo import ensure_demo_database
-
-        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database")
-
-    def open_job(self, make_path: Any, what: str) -> None:
-        """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns."""
-        self.show_message(f"Preparing {what}…")
-        self.pool.start(make_path, finished=self.open_database, failed=lambda exc: self.show_error(str(exc)))
-
     def open_database(self, path: Path) -> None:
-        """Open ``path`` on the pool; a database already open is brought to the front."""
-        path = Path(path).expanduser()
-        for index, page in enumerate(self.pages()):
-            if _same_file(page.path, path):
-                self.tabs.setCurrentIndex(index)
-                return
-        if path in self._opening:
-            return
-        time_limit = self.settings.query_time_limit_s
+        """Open ``path`` in a tab (on the pool); a database already open is brought to the front."""
+        self.databases.open_database(path)
 
-        def job(_ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema]:
-            db = open_readonly(path, time_limit_s=time_limit)
-            try:
-                return db, cached_schema(db)  # the tools reuse it: read a large schema once
-            except BaseException:
-                db.close()
-                raise
+    def open_demo(self) -> None:
+        self.databases.open_demo()
 
-        self.show_message(f"Opening {path.name}…")
-        self._opening[path] = self.pool.start(
-            job,
-            finished=lambda result: self._opened(path, *result),
-            failed=lambda exc: self._open_failed(path, exc),
-        )
+    def restore_tabs(self) -> None:
+        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
+        self.databases.restore_tabs()
 
-    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema) -> None:
-        self._opening.pop(path, None)
-        if self._closed:
-            db.close()
-            return
-        page = DatabasePage(db, schema, self.pool, self)
+    def _connect_page(self, page: DatabasePage) -> None:
+        """A new tab's page: its questions come to the agent, its SQL runs to the history."""
         page.chat.ask_requested.connect(lambda question, p=page: self.ask(p, question))
         page.chat.stop_requested.connect(lambda p=page: self.stop(p))
         page.chat.watch_requested.connect(lambda p=page: self.watch_recording(p))
@@ -317,92 +288,28 @@ class MainWindow(QMainWindow):
         page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
         page.damaged.connect(self.show_message)
         page.sql.user_ran.connect(
-            lambda sql, rows, error, ms, p=page: self._record_rerun(p, sql, rows, error, ms)
+            lambda sql, rows, error, ms, p=page: self.conversations.record_rerun(p, sql, rows, error, ms)
         )
         page.sql.folder_provider = lambda: self.settings.export_folder
         page.sql.export_folder_chosen.connect(self._remember_export_folder)
-        index = self.tabs.addTab(page, db.name)
-        self.tabs.setTabToolTip(index, str(db.path))
-        self.tabs.setCurrentIndex(index)
-        self.tabs.show()
-        self.empty.hide()
-        self.settings.add_recent_database(str(path))
-        self._remember_open_tabs()
-        self.refresh_recent_menu()
-        self._restore_conversation(page)
-        self._show_large_schema_hint(page)
+
+    def _page_opened(self, page: DatabasePage, schema: Schema) -> None:
+        """The tab is shown: its conversation comes back, then the window's chrome follows."""
+        self.conversations.restore(page)
+        self.model_advice.large_schema_hint(page)
         self._refresh_ask_state()
         if not self.episodes.busy:  # a running episode's state stays in the status bar
-            self.show_message(f"Opened {db.name}: {len(schema.visible())} tables and views.")
+            self.show_message(f"Opened {page.db.name}: {len(schema.visible())} tables and views.")
         self.database_opened.emit(page)
 
-    def _open_failed(self, path: Path, exc: BaseException) -> None:
-        self._opening.pop(path, None)
-        self.show_error(f"Could not open {path.name}: {exc}")
-        self.open_failed.emit(str(exc))
-
-    def close_tab(self, index: int) -> None:
-        page = self.tabs.widget(index)
-        if not isinstance(page, DatabasePage):
-            return
+    def _page_closing(self, page: DatabasePage) -> None:
         if self.episodes.running_page() is page:
             self.stop(page)
-        page.close_database()
-        self.tabs.removeTab(index)
-        self._remember_open_tabs()
-        page.setParent(None)
-        self._release_when_idle(page)
-        if self.tabs.count() == 0:
-            self.tabs.hide()
-            self.empty.show()
 
     def _tab_changed(self, _index: int) -> None:
         page = self.current_page()
         self.setWindowTitle(f"{page.db.name} — SQaLe Desktop" if page is not None else "SQaLe Desktop")
         self._refresh_ask_state()
-
-    def _release_when_idle(self, page: DatabasePage) -> None:
-        """Close a closed tab's files once its cancelled jobs have unwound (they use them)."""
-        if page.busy() and not self._closed:
-            QTimer.singleShot(50, lambda: self._release_when_idle(page))
-            return
-        page.release()
-        page.deleteLater()
-
-    def restore_tabs(self) -> None:
-        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
-        saved = [Path(p) for p in self.settings.open_databases]
-        if not saved:
-            self.open_demo()
-            return
-        from sqale_desktop.core.demo import is_demo_database
-
-        for path in saved:
-            if is_demo_database(path):
-                self.open_demo()  # regenerated when the app's demo changed
-            else:
-                self.open_database(path)
-
-    def _remember_open_tabs(self) -> None:
-        if self._closed:
-            return  # closing the window closes tabs; they are to come back next time
-        self.settings.open_databases = [str(page.path) for page in self.pages()]
-        self._save_settings()
-
-    def _show_large_schema_hint(self, page: DatabasePage) -> None:
-        """A database with 40+ tables: point at M_SQaLe (trained on large schemas), on its tab."""
-        from sqale_desktop.core.models.catalog import large_schema_hint
-
-        hint = large_schema_hint(len(page.schema_model.countable_tables()), self.model_checkpoint)
-        if hint:
-            page.banners.show_banner("large_schema", hint, "info", ("Models…", self.show_models))
-
-    def refresh_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for entry in self.settings.recent_databases:
-            action = self.recent_menu.addAction(entry)
-            action.triggered.connect(lambda _checked=False, p=entry: self.open_database(Path(p)))
-        self.recent_menu.setEnabled(bool(self.settings.recent_databases))
 
     # drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -548,105 +455,13 @@ class MainWindow(QMainWindow):
             self.model_label.setText(f"Model: {description or 'not loaded yet'}")
         self._refresh_ask_state()
         if self._resolve_engine is not None:  # the app's own engine choice: a model from the registry
-            self.check_model()
+            self.model_advice.check()
 
-    # history --------------------------------------------------------------------------------
-    def _restore_conversation(self, page: DatabasePage) -> None:
-        if self.history is None:
-            return
-        try:
-            conversation = self.history.conversation_for(page.path.resolve(), title=page.path.name)
-            page.conversation_id = conversation.id
-            entries = self.history.entries(conversation.id)
-        except Exception as exc:
-            self.show_error(f"Could not read the conversation history: {exc}")
-            return
-        last_sql = None
-        for entry in entries:
-            if entry.sql:
-                last_sql = entry.sql
-            if entry.kind == "rerun":
-                continue  # hand-run SQL is listed in the query-history panel, not the chat
-            if entry.episode is not None:
-                page.chat.add_episode(EpisodeView.from_record(entry.episode))
-            else:
-                stub = Episode(
-                    question=entry.question or "",
-                    db=str(page.path),
-                    sql=entry.sql,
-                    ended_by="error",
-                    error=entry.error or "interrupted: the app closed while this episode ran",
-                )
-                page.chat.add_episode(EpisodeView.from_record(stub))
-        page.sql.history.set_runs(runs_from_entries(entries, page.path))
-        if last_sql:
-            page.open_sql(last_sql, run=False)  # where the user left off, ready to edit and run
-
-    def _record_rerun(
-        self, page: DatabasePage, sql: str, row_count: int | None, error: str | None, duration_ms: int
-    ) -> None:
-        """The user ran SQL by hand: list it in the query history and store it with the conversation."""
-        run = QueryRun(sql, datetime.now(UTC), page.path.name, duration_ms, row_count, error)
-        if self.history is not None and page.conversation_id is not None:
-            try:
-                entry_id = self.history.add_rerun(
-                    page.conversation_id, sql, row_count=row_count, error=error, duration_ms=duration_ms
-                )
-                run = dataclasses.replace(run, entry_id=entry_id)
-            except Exception as exc:  # history trouble must not stop the user's work
-                log.warning("could not record the query: %s", exc)
-        page.sql.history.add_run(run)
-
+    # conversations --------------------------------------------------------------------------
     def clear_conversation(self, page: DatabasePage | None = None, confirm: bool = True) -> bool:
-        """Delete the stored conversation of ``page``'s database (questions, episodes, query
-        history) and start an empty one; True when it was cleared."""
-        page = page or self.current_page()
-        if page is None or page.chat.current is not None:
-            return False
-        if confirm:
-            from PySide6.QtWidgets import QMessageBox
-
-            answer = QMessageBox.question(
-                self,
-                "Clear the conversation",
-                f"Delete the questions, answers and query history kept for {page.path.name}? "
-                "The database itself is not touched.",
-            )
-            if answer != QMessageBox.StandardButton.Yes:
-                return False
-        if self.history is not None and page.conversation_id is not None:
-            try:
-                with contextlib.suppress(KeyError):  # already deleted (Stored Conversations…)
-                    self.history.delete_conversation(page.conversation_id)
-                page.conversation_id = self.history.conversation_for(
-                    page.path.resolve(), title=page.path.name
-                ).id
-            except Exception as exc:
-                self.show_error(f"Could not clear the conversation: {exc}")
-                return False
-        page.chat.clear()
-        page.sql.history.set_runs([])
-        self.show_message(f"Cleared the conversation about {page.path.name}.")
-        return True
-
-    def show_conversations(self) -> None:
-        """The stored conversations (also of databases not open), to delete the ones not wanted."""
-        if self.history is None:
-            return
-        from sqale_desktop.ui.conversations_dialog import ConversationsDialog
-
-        dialog = ConversationsDialog(self.history, self)
-        dialog.deleted.connect(self._conversation_deleted)
-        dialog.exec()
-
-    def _conversation_deleted(self, conversation_id: int) -> None:
-        for page in self.pages():
-            if page.conversation_id == conversation_id:
-                self.clear_conversation(page, confirm=False)
-
-    def _remember_export_folder(self, folder: str) -> None:
-        self.settings.export_folder = folder
-        self._save_settings()
+        """Delete the stored conversation of ``page``'s database (the current tab's when None);
+        True when it was cleared."""
+        return self.conversations.clear(page or self.current_page(), confirm)
 
     # messages -------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:
@@ -663,6 +478,10 @@ class MainWindow(QMainWindow):
             settings_mod.save(self.settings)
         except OSError as exc:
             self.show_message(f"Could not save settings: {exc}")
+
+    def _remember_export_folder(self, folder: str) -> None:
+        self.settings.export_folder = folder
+        self._save_settings()
 
     # dialogs --------------------------------------------------------------------------------
     def show_settings(self) -> None:
@@ -741,55 +560,6 @@ class MainWindow(QMainWindow):
 
         self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
 
-    def check_model(self) -> None:
-        """Read the chosen model's GGUF header on the pool and warn, before the first question, when
-        it is not one of the SQaLe agents or the context is above its training context."""
-        if self._model_job is not None:
-            self._model_job.request_cancel()
-        self.model_banners.dismiss("fitness")
-        self.model_banners.dismiss("context")
-        if self.settings.engine != "llama":
-            return
-        model_id, n_ctx = self.settings.model_id, self.settings.n_ctx
-
-        def job(_ctx: JobContext) -> tuple[Any, str | None]:
-            from sqale_desktop.core.models.gguf_info import read_gguf_info
-            from sqale_desktop.core.models.registry import Registry
-
-            record = Registry().usable(model_id)
-            if record is None:
-                return None, None
-            return read_gguf_info(record.path), record.source_checkpoint
-
-        def done(result: tuple[Any, str | None]) -> None:
-            self._model_job = None
-            info, checkpoint = result
-            if self._closed:
-                return
-            self.show_model_info(info, checkpoint, n_ctx)
-
-        def failed(exc: BaseException) -> None:
-            self._model_job = None
-            if not self._closed:
-                self.model_banners.show_banner("fitness", f"The model file could not be read: {exc}", "error")
-                self.model_checked.emit(None)
-
-        self._model_job = self.pool.start(job, finished=done, failed=failed)
-
-    def show_model_info(self, info: Any, checkpoint: str | None, n_ctx: int) -> None:
-        """Show what the model's metadata says (called with the result of ``check_model``)."""
-        from sqale_desktop.core.models.gguf_info import context_warning, fitness_warning
-
-        self.model_checkpoint = checkpoint
-        if info is not None:
-            warning = fitness_warning(info, checkpoint)
-            if warning:
-                self.model_banners.show_banner("fitness", warning, "warning", ("Models…", self.show_models))
-            context = context_warning(info, n_ctx)
-            if context:
-                self.model_banners.show_banner("context", context, "warning")
-        self.model_checked.emit(info)
-
     def download_suggested_model(self) -> None:
         """The first-run offer's one click: the model manager finds the suggested build of the
         default checkpoint, downloads it with progress and selects it (or offers conversion)."""
@@ -805,22 +575,14 @@ class MainWindow(QMainWindow):
         if self._closed:
             return True
         self._closed = True
-        for page in self.pages():
-            page.close_database()
+        self.model_advice.close()
+        self.databases.close_all()
         agent_ok = self.runner.shutdown()
         self.runner.deliver_rest()  # the cancelled episode's EpisodeEnded goes to the history too
         pool_ok = self.pool.shutdown()
-        for page in self.pages():
-            page.release()
+        self.databases.release_all()
         return agent_ok and pool_ok
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
         super().closeEvent(event)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b

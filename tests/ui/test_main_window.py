@@ -296,9 +296,9 @@ def test_recent_list_is_persisted_and_reopens(qtbot: Any, make_window: WindowFac
     window = make_window()
     page = open_page(qtbot, window, chinook)
     assert settings_mod.load().settings.recent_databases == [str(chinook)]
-    actions = window.recent_menu.actions()
+    actions = window.databases.recent_menu.actions()
     assert [a.text() for a in actions] == [str(chinook)]
-    window.close_tab(0)
+    window.databases.close_tab(0)
     assert window.pages() == []
 
     def closed(db: Any) -> bool:

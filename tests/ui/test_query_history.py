@@ -141,7 +141,7 @@ def test_stored_conversations_dialog_deletes_one(
     assert sorted(titles) == sorted([chinook.name, northwind.name])
     row = titles.index(chinook.name)
     dialog.list.item(row).setSelected(True)
-    dialog.deleted.connect(window._conversation_deleted)
+    dialog.deleted.connect(window.conversations.conversation_deleted)
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
     assert dialog.delete_selected() == 1
     # The open database starts a fresh, empty conversation; the other one keeps its query.

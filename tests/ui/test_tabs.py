@@ -114,7 +114,7 @@ def test_open_tabs_come_back_on_restart(
     for path in (chinook, copy):
         open_page(qtbot, window, path)
     open_page(qtbot, window, northwind)
-    window.close_tab(window.tabs.indexOf(window.pages()[-1]))  # closed tabs do not come back
+    window.databases.close_tab(window.tabs.indexOf(window.pages()[-1]))  # closed tabs do not come back
     assert window.shutdown()
     saved = settings_mod.load().settings.open_databases
     assert saved == [str(chinook), str(copy)]

@@ -1,0 +1,141 @@
+"""What the history keeps of each tab's conversation, and the ways to forget it.
+
+A tab that opens gets its database's stored conversation back (episodes in the chat, hand-run SQL
+in the query-history panel, the last SQL in the editor); SQL the user runs by hand is stored with
+it; Clear Conversation and Stored Conversations… delete it.  Episodes themselves are written by
+the ``EpisodeController``.  History trouble is reported, never allowed to stop the user's work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
+
+from sqale_desktop.core.agent.events import Episode
+from sqale_desktop.core.query_history import QueryRun, runs_from_entries
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.episode_view import EpisodeView
+
+log = logging.getLogger(__name__)
+
+
+class Conversations(QObject):
+    """Restores, records and clears the conversations of the pages ``pages`` returns.
+
+    ``history`` is the store (``core.history.History``), or None when it could not be opened:
+    then nothing is restored or kept.  ``window`` parents the dialogs.
+
+    Signals:
+        error(str): a message for the window's banner.
+        message(str): a line for the status bar.
+    """
+
+    error = Signal(str)
+    message = Signal(str)
+
+    def __init__(self, history: Any, window: QWidget, pages: Callable[[], list[DatabasePage]]) -> None:
+        super().__init__(window)
+        self.history = history
+        self._window = window
+        self._pages = pages
+
+    def restore(self, page: DatabasePage) -> None:
+        """Show ``page`` the conversation stored for its database, and where the user left off."""
+        if self.history is None:
+            return
+        try:
+            conversation = self.history.conversation_for(page.path.resolve(), title=page.path.name)
+            page.conversation_id = conversation.id
+            entries = self.history.entries(conversation.id)
+        except Exception as exc:
+            self.error.emit(f"Could not read the conversation history: {exc}")
+            return
+        last_sql = None
+        for entry in entries:
+            if entry.sql:
+                last_sql = entry.sql
+            if entry.kind == "rerun":
+                continue  # hand-run SQL is listed in the query-history panel, not the chat
+            if entry.episode is not None:
+                page.chat.add_episode(EpisodeView.from_record(entry.episode))
+            else:
+                stub = Episode(
+                    question=entry.question or "",
+                    db=str(page.path),
+                    sql=entry.sql,
+                    ended_by="error",
+                    error=entry.error or "interrupted: the app closed while this episode ran",
+                )
+                page.chat.add_episode(EpisodeView.from_record(stub))
+        page.sql.history.set_runs(runs_from_entries(entries, page.path))
+        if last_sql:
+            page.open_sql(last_sql, run=False)  # where the user left off, ready to edit and run
+
+    def record_rerun(
+        self, page: DatabasePage, sql: str, row_count: int | None, error: str | None, duration_ms: int
+    ) -> None:
+        """The user ran SQL by hand: list it in the query history and store it with the conversation."""
+        run = QueryRun(sql, datetime.now(UTC), page.path.name, duration_ms, row_count, error)
+        if self.history is not None and page.conversation_id is not None:
+            try:
+                entry_id = self.history.add_rerun(
+                    page.conversation_id, sql, row_count=row_count, error=error, duration_ms=duration_ms
+                )
+                run = dataclasses.replace(run, entry_id=entry_id)
+            except Exception as exc:  # history trouble must not stop the user's work
+                log.warning("could not record the query: %s", exc)
+        page.sql.history.add_run(run)
+
+    def clear(self, page: DatabasePage | None, confirm: bool = True) -> bool:
+        """Delete the stored conversation of ``page``'s database (questions, episodes, query
+        history) and start an empty one; True when it was cleared."""
+        if page is None or page.chat.current is not None:
+            return False
+        if confirm:
+            from PySide6.QtWidgets import QMessageBox
+
+            answer = QMessageBox.question(
+                self._window,
+                "Clear the conversation",
+                f"Delete the questions, answers and query history kept for {page.path.name}? "
+                "The database itself is not touched.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        if self.history is not None and page.conversation_id is not None:
+            try:
+                with contextlib.suppress(KeyError):  # already deleted (Stored Conversations…)
+                    self.history.delete_conversation(page.conversation_id)
+                page.conversation_id = self.history.conversation_for(
+                    page.path.resolve(), title=page.path.name
+                ).id
+            except Exception as exc:
+                self.error.emit(f"Could not clear the conversation: {exc}")
+                return False
+        page.chat.clear()
+        page.sql.history.set_runs([])
+        self.message.emit(f"Cleared the conversation about {page.path.name}.")
+        return True
+
+    def show_dialog(self) -> None:
+        """The stored conversations (also of databases not open), to delete the ones not wanted."""
+        if self.history is None:
+            return
+        from sqale_desktop.ui.conversations_dialog import ConversationsDialog
+
+        dialog = ConversationsDialog(self.history, self._window)
+        dialog.deleted.connect(self.conversation_deleted)
+        dialog.exec()
+
+    def conversation_deleted(self, conversation_id: int) -> None:
+        """A conversation was deleted from the store: the open tabs that showed it start afresh."""
+        for page in self._pages():
+            if page.conversation_id == conversation_id:
+                self.clear(page, confirm=False)

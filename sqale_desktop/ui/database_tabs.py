@@ -1,0 +1,206 @@
+"""The open databases, one tab each: opened on the pool, closed, and remembered in the settings.
+
+Opening a file runs on the pool (the file is checked, opened read-only and its schema read), so a
+slow disk never freezes the window; a file that cannot be used is reported through ``error``, for
+the banner at the top, not a dialog box in the way and not a crash.  What the window does with a
+page (its chat, its conversation, the status bar) it does on this object's signals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QMenu, QTabWidget, QWidget
+
+from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
+from sqale_desktop.core.db.introspect import Schema, cached_schema
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.workers import JobContext, TaskPool
+
+
+class DatabaseTabs(QObject):
+    """Opens, closes and restores the tabs of ``tabs``; keeps the recent-files menu.
+
+    ``settings`` returns the settings in force (the window replaces them when the user changes
+    them) and ``save_settings`` stores them; the open tabs and the recent files live there.
+
+    Signals:
+        page_created(object): a DatabasePage was built, before it is shown: connect to it here.
+        opened(object, object): (page, Schema) the page is in its tab, the recent list and the open
+            tabs have it.
+        closing(object): the page's tab is about to close (its episode is to be stopped first).
+        open_failed(str): the error of a file that could not be opened (after ``error``).
+        error(str): a message for the window's banner.
+        message(str): a line for the status bar.
+    """
+
+    page_created = Signal(object)
+    opened = Signal(object, object)
+    closing = Signal(object)
+    open_failed = Signal(str)
+    error = Signal(str)
+    message = Signal(str)
+
+    def __init__(
+        self,
+        window: QWidget,
+        tabs: QTabWidget,
+        empty: QWidget,
+        pool: TaskPool,
+        settings: Callable[[], Settings],
+        save_settings: Callable[[], None],
+    ) -> None:
+        super().__init__(window)
+        self._window = window
+        self._tabs = tabs
+        self._empty = empty
+        self._pool = pool
+        self._settings = settings
+        self._save_settings = save_settings
+        self._opening: dict[Path, JobContext] = {}
+        self._closed = False
+        self.recent_menu = QMenu("Open &Recent", window)
+        tabs.tabCloseRequested.connect(self.close_tab)
+        self.refresh_recent_menu()
+
+    def pages(self) -> list[DatabasePage]:
+        return [p for i in range(self._tabs.count()) if isinstance(p := self._tabs.widget(i), DatabasePage)]
+
+    def current_page(self) -> DatabasePage | None:
+        page = self._tabs.currentWidget()
+        return page if isinstance(page, DatabasePage) else None
+
+    # opening --------------------------------------------------------------------------------
+    def open_demo(self) -> None:
+        from sqale_desktop.core.demo import ensure_demo_database
+
+        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database")
+
+    def open_job(self, make_path: Any, what: str) -> None:
+        """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns."""
+        self.message.emit(f"Preparing {what}…")
+        self._pool.start(make_path, finished=self.open_database, failed=lambda exc: self.error.emit(str(exc)))
+
+    def open_database(self, path: Path) -> None:
+        """Open ``path`` on the pool; a database already open is brought to the front."""
+        path = Path(path).expanduser()
+        for index, page in enumerate(self.pages()):
+            if _same_file(page.path, path):
+                self._tabs.setCurrentIndex(index)
+                return
+        if path in self._opening:
+            return
+        time_limit = self._settings().query_time_limit_s
+
+        def job(_ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema]:
+            db = open_readonly(path, time_limit_s=time_limit)
+            try:
+                return db, cached_schema(db)  # the tools reuse it: read a large schema once
+            except BaseException:
+                db.close()
+                raise
+
+        self.message.emit(f"Opening {path.name}…")
+        self._opening[path] = self._pool.start(
+            job,
+            finished=lambda result: self._opened(path, *result),
+            failed=lambda exc: self._open_failed(path, exc),
+        )
+
+    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema) -> None:
+        self._opening.pop(path, None)
+        if self._closed:
+            db.close()
+            return
+        page = DatabasePage(db, schema, self._pool, self._window)
+        self.page_created.emit(page)
+        index = self._tabs.addTab(page, db.name)
+        self._tabs.setTabToolTip(index, str(db.path))
+        self._tabs.setCurrentIndex(index)
+        self._tabs.show()
+        self._empty.hide()
+        self._settings().add_recent_database(str(path))
+        self._remember_open_tabs()
+        self.refresh_recent_menu()
+        self.opened.emit(page, schema)
+
+    def _open_failed(self, path: Path, exc: BaseException) -> None:
+        self._opening.pop(path, None)
+        self.error.emit(f"Could not open {path.name}: {exc}")
+        self.open_failed.emit(str(exc))
+
+    def restore_tabs(self) -> None:
+        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
+        saved = [Path(p) for p in self._settings().open_databases]
+        if not saved:
+            self.open_demo()
+            return
+        from sqale_desktop.core.demo import is_demo_database
+
+        for path in saved:
+            if is_demo_database(path):
+                self.open_demo()  # regenerated when the app's demo changed
+            else:
+                self.open_database(path)
+
+    def refresh_recent_menu(self) -> None:
+        settings = self._settings()
+        self.recent_menu.clear()
+        for entry in settings.recent_databases:
+            action = self.recent_menu.addAction(entry)
+            action.triggered.connect(lambda _checked=False, p=entry: self.open_database(Path(p)))
+        self.recent_menu.setEnabled(bool(settings.recent_databases))
+
+    # closing --------------------------------------------------------------------------------
+    def close_tab(self, index: int) -> None:
+        page = self._tabs.widget(index)
+        if not isinstance(page, DatabasePage):
+            return
+        self.closing.emit(page)
+        page.close_database()
+        self._tabs.removeTab(index)
+        self._remember_open_tabs()
+        page.setParent(None)
+        self._release_when_idle(page)
+        if self._tabs.count() == 0:
+            self._tabs.hide()
+            self._empty.show()
+
+    def close_all(self) -> None:
+        """The window closes: close every database (cancelling its jobs) and open nothing more.
+
+        The tabs stay listed in the settings: they are to come back next time.
+        """
+        self._closed = True
+        for page in self.pages():
+            page.close_database()
+
+    def release_all(self) -> None:
+        """Release every page's files once the workers that used them have been joined."""
+        for page in self.pages():
+            page.release()
+
+    def _release_when_idle(self, page: DatabasePage) -> None:
+        """Close a closed tab's files once its cancelled jobs have unwound (they use them)."""
+        if page.busy() and not self._closed:
+            QTimer.singleShot(50, lambda: self._release_when_idle(page))
+            return
+        page.release()
+        page.deleteLater()
+
+    def _remember_open_tabs(self) -> None:
+        if self._closed:
+            return  # closing the window closes tabs; they are to come back next time
+        self._settings().open_databases = [str(page.path) for page in self.pages()]
+        self._save_settings()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b

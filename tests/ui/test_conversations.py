@@ -1,0 +1,116 @@
+"""Conversations alone: a page gets its stored conversation back; clearing and deleting forget it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QWidget
+
+from sqale_desktop.core.agent.events import Episode
+from sqale_desktop.core.db.connection import open_readonly
+from sqale_desktop.core.db.introspect import cached_schema
+from sqale_desktop.core.history import History
+from sqale_desktop.ui.conversations import Conversations
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.workers import TaskPool
+
+
+def make_page(qtbot: Any, window: QWidget, pool: TaskPool, path: Path) -> DatabasePage:
+    db = open_readonly(path, time_limit_s=5.0)
+    page = DatabasePage(db, cached_schema(db), pool, window)
+    qtbot.addWidget(page)
+    return page
+
+
+def close(page: DatabasePage, pool: TaskPool) -> None:
+    page.close_database()
+    assert pool.shutdown()
+    page.release()
+
+
+def test_a_page_gets_back_its_episodes_query_runs_and_last_sql(
+    qtbot: Any, chinook: Path, tmp_path: Path
+) -> None:
+    history = History(tmp_path / "h.sqlite")
+    conversation = history.conversation_for(chinook.resolve(), title=chinook.name)
+    entry = history.add_question(conversation.id, "How many genres?")
+    history.finish_episode(
+        entry, Episode(question="How many genres?", db=str(chinook), sql="SELECT 25", ended_by="submit_sql")
+    )
+    history.add_question(conversation.id, "Interrupted?")  # the app closed while it ran
+    history.add_rerun(conversation.id, "SELECT 1", row_count=1, duration_ms=3)
+    window = QWidget()
+    qtbot.addWidget(window)
+    pool = TaskPool(max_threads=2, parent=window)
+    page = make_page(qtbot, window, pool, chinook)
+    conversations = Conversations(history, window, lambda: [page])
+    errors: list[str] = []
+    conversations.error.connect(errors.append)
+    try:
+        conversations.restore(page)
+        assert errors == [] and page.conversation_id == conversation.id
+        assert [view.episode.question for view in page.chat.episodes] == ["How many genres?", "Interrupted?"]
+        assert page.chat.episodes[1].episode.ended_by == "error"
+        assert [run.sql for run in page.sql.history.shown_runs()] == ["SELECT 1"]  # only the hand-run SQL
+        assert page.sql.editor.sql() == "SELECT 1"  # where the user left off
+
+        conversations.record_rerun(page, "SELECT 2", 1, None, 4)
+        assert page.sql.history.shown_runs()[0].sql == "SELECT 2"
+        assert [e.sql for e in history.entries(conversation.id) if e.kind == "rerun"] == [
+            "SELECT 1",
+            "SELECT 2",
+        ]
+
+        messages: list[str] = []
+        conversations.message.connect(messages.append)
+        assert conversations.clear(page, confirm=False)
+        assert messages == [f"Cleared the conversation about {chinook.name}."]
+        assert page.chat.episodes == [] and page.sql.history.shown_runs() == []
+        assert page.conversation_id is not None and history.entries(page.conversation_id) == []
+        assert [c.title for c in history.list_conversations()] == [chinook.name]  # a fresh, empty one
+        assert not conversations.clear(None, confirm=False)  # no tab: nothing to clear
+    finally:
+        close(page, pool)
+
+
+def test_a_conversation_deleted_elsewhere_empties_its_open_tab_only(
+    qtbot: Any, chinook: Path, northwind: Path, tmp_path: Path
+) -> None:
+    history = History(tmp_path / "h.sqlite")
+    window = QWidget()
+    qtbot.addWidget(window)
+    pool = TaskPool(max_threads=2, parent=window)
+    first, second = make_page(qtbot, window, pool, chinook), make_page(qtbot, window, pool, northwind)
+    conversations = Conversations(history, window, lambda: [first, second])
+    try:
+        for page in (first, second):
+            conversations.restore(page)
+            conversations.record_rerun(page, "SELECT 1", 1, None, 1)
+        assert first.conversation_id is not None
+        deleted = first.conversation_id
+        history.delete_conversation(deleted)
+        conversations.conversation_deleted(deleted)
+        assert first.sql.history.shown_runs() == []
+        assert first.conversation_id is not None and history.entries(first.conversation_id) == []
+        assert [run.sql for run in second.sql.history.shown_runs()] == ["SELECT 1"]
+    finally:
+        first.close_database()
+        close(second, pool)
+        first.release()
+
+
+def test_without_a_history_nothing_is_restored_or_kept(qtbot: Any, chinook: Path) -> None:
+    window = QWidget()
+    qtbot.addWidget(window)
+    pool = TaskPool(max_threads=2, parent=window)
+    page = make_page(qtbot, window, pool, chinook)
+    conversations = Conversations(None, window, lambda: [page])
+    try:
+        conversations.restore(page)
+        assert page.conversation_id is None
+        conversations.record_rerun(page, "SELECT 1", 1, None, 1)
+        assert [run.sql for run in page.sql.history.shown_runs()] == ["SELECT 1"]  # listed, not stored
+        conversations.show_dialog()  # no store: no dialog to block the test
+    finally:
+        close(page, pool)

@@ -1,0 +1,109 @@
+"""DatabaseTabs alone: tabs open on the pool, close, and are remembered in the settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QLabel, QTabWidget, QWidget
+
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.database_tabs import DatabaseTabs
+from sqale_desktop.ui.workers import TaskPool
+
+
+class Harness:
+    def __init__(self, qtbot: Any) -> None:
+        self.window = QWidget()
+        qtbot.addWidget(self.window)
+        self.tab_widget = QTabWidget(self.window)
+        self.empty = QLabel("empty", self.window)
+        self.pool = TaskPool(max_threads=2, parent=self.window)
+        self.settings = Settings()
+        self.saved: list[list[str]] = []
+        self.tabs = DatabaseTabs(
+            self.window, self.tab_widget, self.empty, self.pool, lambda: self.settings, self._save
+        )
+        self.signals: list[tuple[str, Any]] = []
+        self.tabs.page_created.connect(lambda page: self.signals.append(("created", page)))
+        self.tabs.opened.connect(lambda page, schema: self.signals.append(("opened", page)))
+        self.tabs.closing.connect(lambda page: self.signals.append(("closing", page)))
+        self.tabs.error.connect(lambda text: self.signals.append(("error", text)))
+        self.tabs.open_failed.connect(lambda text: self.signals.append(("open_failed", text)))
+        self.tabs.message.connect(lambda text: self.signals.append(("message", text)))
+
+    def _save(self) -> None:
+        self.saved.append(list(self.settings.open_databases))
+
+    def open(self, qtbot: Any, path: Path) -> DatabasePage:
+        with qtbot.waitSignal(self.tabs.opened, timeout=10_000) as blocker:
+            self.tabs.open_database(path)
+        page = blocker.args[0]
+        assert isinstance(page, DatabasePage)
+        return page
+
+    def shutdown(self) -> None:
+        self.tabs.close_all()
+        assert self.pool.shutdown()
+        self.tabs.release_all()
+
+
+@pytest.fixture
+def harness(qtbot: Any) -> Iterator[Harness]:
+    made = Harness(qtbot)
+    yield made
+    made.shutdown()
+
+
+def test_a_tab_opens_once_and_is_remembered(qtbot: Any, harness: Harness, chinook: Path) -> None:
+    page = harness.open(qtbot, chinook)
+    # The window connects to the page before it is shown, and hears of it once it is in its tab.
+    assert [name for name, _ in harness.signals] == ["message", "created", "opened"]
+    assert harness.signals[0][1] == f"Opening {chinook.name}…"
+    assert harness.tabs.pages() == [page] and harness.tabs.current_page() is page
+    assert harness.tab_widget.tabText(0) == chinook.name and harness.empty.isHidden()
+    assert harness.settings.recent_databases == [str(chinook)]
+    assert harness.saved == [[str(chinook)]]
+    assert [a.text() for a in harness.tabs.recent_menu.actions()] == [str(chinook)]
+    # The same file again (another spelling of it) is brought to the front, not opened twice.
+    harness.signals.clear()
+    harness.tabs.open_database(chinook.parent / "." / chinook.name)
+    assert harness.signals == [] and len(harness.tabs.pages()) == 1
+
+
+def test_closing_a_tab_says_so_first_and_forgets_it(qtbot: Any, harness: Harness, chinook: Path) -> None:
+    page = harness.open(qtbot, chinook)
+    harness.signals.clear()
+    harness.tabs.close_tab(0)
+    assert harness.signals == [("closing", page)]
+    assert harness.tabs.pages() == [] and not harness.empty.isHidden()
+    assert harness.settings.open_databases == [] and harness.saved[-1] == []
+    assert harness.settings.recent_databases == [str(chinook)]  # still in Open Recent
+
+
+def test_a_file_that_cannot_open_is_reported_for_the_banner_then_as_failed(
+    qtbot: Any, harness: Harness, tmp_path: Path
+) -> None:
+    bad = tmp_path / "not-a-database.sqlite"
+    bad.write_bytes(b"this is not SQLite" * 100)
+    with qtbot.waitSignal(harness.tabs.open_failed, timeout=10_000):
+        harness.tabs.open_database(bad)
+    names = [name for name, _ in harness.signals]
+    assert names == ["message", "error", "open_failed"]
+    assert harness.signals[1][1].startswith(f"Could not open {bad.name}: ")
+    assert harness.tabs.pages() == [] and harness.settings.recent_databases == []
+
+
+def test_closing_the_window_keeps_the_open_tabs_for_next_time(
+    qtbot: Any, harness: Harness, chinook: Path, northwind: Path
+) -> None:
+    harness.open(qtbot, chinook)
+    harness.open(qtbot, northwind)
+    saves = len(harness.saved)
+    harness.tabs.close_all()
+    harness.tabs.close_tab(0)
+    assert harness.settings.open_databases == [str(chinook), str(northwind)]
+    assert len(harness.saved) == saves
