@@ -7,39 +7,21 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sqale_desktop.cli import main
 from sqale_desktop.core.db.opening import STALE_NOTE
-from tests.conftest import REPO_ROOT, shared_data
-
-
-def _cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        **kwargs,  # type: ignore[call-overload]
-    )
+from tests.commands.subprocess_cli import run_cli
+from tests.conftest import shared_data
 
 
 def test_a_closed_pipe_ends_quietly(chinook: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader (| head) is gone before anything is written
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "sqale_desktop", "tool", "--db", str(chinook), "list_tables"],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO_ROOT,
-            timeout=120,
-        )
+        done = run_cli("tool", "--db", str(chinook), "list_tables", stdout=write_end, stderr=subprocess.PIPE)
     finally:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr
@@ -50,15 +32,10 @@ def test_models_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "sqale_desktop", "models", "list"],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO_ROOT,
-            timeout=120,
+        done = run_cli(
+            "models", "list", stdout=write_end, stderr=subprocess.PIPE,
             env={**os.environ, "SQALE_DESKTOP_HOME": str(tmp_path)},
-        )
+        )  # fmt: skip
     finally:
         os.close(write_end)
     assert done.stderr == ""
@@ -66,7 +43,7 @@ def test_models_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_server_is_one_line_without_a_traceback(chinook: Path) -> None:
-    done = _cli(
+    done = run_cli(
         "ask",
         "--engine",
         "openai",
@@ -100,14 +77,14 @@ def test_a_known_error_escaping_a_command_is_one_line(
 def test_a_fifo_and_a_device_are_not_regular_files(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.sqlite"
     os.mkfifo(fifo)
-    done = _cli("query", "--db", str(fifo), "SELECT 1")
+    done = run_cli("query", "--db", str(fifo), "SELECT 1")
     assert done.returncode == 1
     assert (
         done.stderr
         == f"sqale-desktop query: {fifo} is a named pipe (FIFO), not a regular file: not a SQLite database\n"
     )
     if Path("/dev/zero").exists():
-        done = _cli("query", "--db", "/dev/zero", "SELECT 1")
+        done = run_cli("query", "--db", "/dev/zero", "SELECT 1")
         assert "/dev/zero is a device, not a regular file" in done.stderr
 
 

@@ -14,21 +14,12 @@ import pytest
 from sqale_desktop.cli import main
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.tools import ToolBox
+from tests.commands.subprocess_cli import run_cli
 from tests.conftest import REPO_ROOT
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=60,
-    )
-
-
 def test_tool_prints_exactly_the_model_text_via_subprocess(chinook: Path) -> None:
-    done = _cli("tool", "--db", str(chinook), "join_path", '{"table_a": "Artist", "table_b": "Track"}')
+    done = run_cli("tool", "--db", str(chinook), "join_path", '{"table_a": "Artist", "table_b": "Track"}')
     assert done.returncode == 0, done.stderr
     with open_readonly(chinook) as db:
         expected = ToolBox(db).join_path("Artist", "Track").text
@@ -37,7 +28,7 @@ def test_tool_prints_exactly_the_model_text_via_subprocess(chinook: Path) -> Non
 
 
 def test_tool_error_text_exits_1(chinook: Path) -> None:
-    done = _cli("tool", "--db", str(chinook), "describe_table", '{"table_name": "Artists"}')
+    done = run_cli("tool", "--db", str(chinook), "describe_table", '{"table_name": "Artists"}')
     assert done.returncode == 1
     assert done.stdout == "Error: no such table: Artists. Did you mean: Artist?\n"
 
@@ -110,7 +101,7 @@ def test_query_blob_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_query_denied_exits_nonzero_with_message_on_stderr(chinook: Path) -> None:
-    done = _cli("query", "--db", str(chinook), "DELETE FROM Artist")
+    done = run_cli("query", "--db", str(chinook), "DELETE FROM Artist")
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.strip() == "sqale-desktop query: read-only: DELETE is not allowed"
@@ -132,7 +123,7 @@ def test_query_bad_options_exit_2(chinook: Path) -> None:
 
 
 def test_help_names_both_commands() -> None:
-    done = _cli("--help")
+    done = run_cli("--help")
     assert done.returncode == 0
     assert "tool" in done.stdout and "query" in done.stdout
 
