@@ -103,7 +103,7 @@ class LaunchOpener(QObject):
             return
         self.errors.append(message)
         # open_failed is emitted right after show_error: the banner holds Ctrl+O's own wording.
-        self.messages.append(self.window.banner_label.text())
+        self.messages.append(self.window.banner.text())
         self._answered(None)
 
     def _answered(self, _page: Any) -> None:

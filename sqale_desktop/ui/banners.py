@@ -2,7 +2,9 @@
 
 Each banner has a key ("damaged", "large_schema", "model"...), so a new message about the same
 thing replaces the old one and a message about something else is added below it: a README error
-never hides a damaged-file warning, and what concerns one database stays on its tab.
+never hides a damaged-file warning, and what concerns one database stays on its tab.  Above the
+tabs, the window has one error banner (what concerns no tab: a file that did not open, the
+settings) and the first-run offer to download the model.
 """
 
 from __future__ import annotations
@@ -111,3 +113,63 @@ class BannerStack(QWidget):
 
     def banner(self, key: str) -> Banner | None:
         return self._banners.get(key)
+
+
+class ErrorBanner(QWidget):
+    """The window's error line: the latest error that concerns no tab in particular."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorBanner")
+        # A QWidget subclass paints a style-sheet background only when asked to (plain QWidget does).
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setAutoFillBackground(True)
+        self.setStyleSheet("#errorBanner { background: #b3261e; } #errorBanner QLabel { color: white; }")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        self.label = QLabel("", self)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        dismiss = QPushButton("Dismiss", self)
+        dismiss.clicked.connect(self.hide)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(dismiss)
+        self.hide()
+
+    def show_text(self, text: str) -> None:
+        self.label.setText(text)
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text()
+
+
+class ModelOffer(QWidget):
+    """First run without a model: what works now, and one click to get the model.
+
+    Signals:
+        download_requested(): the user clicked "Download the model…".
+    """
+
+    download_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelOffer")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        label = QLabel(
+            "No model is installed yet. Browsing and SQL work now; to ask questions in plain words, "
+            "download the SQaLe model (about 1.2 GB).",
+            self,
+        )
+        label.setWordWrap(True)
+        download = QPushButton("Download the model…", self)
+        download.setToolTip("Finds the suggested GGUF build, downloads it with progress and selects it")
+        download.clicked.connect(lambda: self.download_requested.emit())
+        later = QPushButton("Later", self)
+        later.clicked.connect(self.hide)
+        layout.addWidget(label, 1)
+        layout.addWidget(download)
+        layout.addWidget(later)
+        self.hide()

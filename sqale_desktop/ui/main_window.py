@@ -24,11 +24,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QProgressBar,
-    QPushButton,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -40,7 +37,7 @@ from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
-from sqale_desktop.ui.banners import BannerStack
+from sqale_desktop.ui.banners import BannerStack, ErrorBanner, ModelOffer
 from sqale_desktop.ui.chat_widgets import ended_by_status
 from sqale_desktop.ui.conversations import Conversations
 from sqale_desktop.ui.database_page import DatabasePage
@@ -48,6 +45,7 @@ from sqale_desktop.ui.database_tabs import DatabaseTabs
 from sqale_desktop.ui.episode_controller import EpisodeController
 from sqale_desktop.ui.help_menu import add_help_menu
 from sqale_desktop.ui.model_advice import ModelAdvice
+from sqale_desktop.ui.status_bar import StatusBar
 from sqale_desktop.ui.workers import TaskPool
 
 EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
@@ -104,35 +102,19 @@ class MainWindow(QMainWindow):
         self.episodes.running_changed.connect(self._refresh_ask_state)
         self.episodes.context_used.connect(self._context_used)
         self.episodes.finished.connect(self._episode_finished)
-        self.runner.engine_state.connect(self._engine_state)
-        self.runner.load_progress.connect(self._load_progress)
         self._closed = False
         self.has_engine = engine_factory is not None
         self.recording_delay = RECORDING_DELAY_S
         self.models_dialog: Any = None  # the model manager while it is open
 
         self._build_ui()
-        self.databases = DatabaseTabs(
-            self, self.tabs, self.empty, self.pool, lambda: self.settings, self._save_settings
-        )
-        self.databases.page_created.connect(self._connect_page)
-        self.databases.opened.connect(self._page_opened)
-        self.databases.closing.connect(self._page_closing)
-        self.databases.error.connect(self.show_error)
-        self.databases.open_failed.connect(self.open_failed)
-        self.databases.message.connect(self.show_message)
-        self.conversations = Conversations(self.history, self, self.pages)
-        self.conversations.error.connect(self.show_error)
-        self.conversations.message.connect(self.show_message)
-        self.model_advice = ModelAdvice(self.pool, self.model_banners, lambda: self.settings, self)
-        self.model_advice.checked.connect(self.model_checked)
-        self.model_advice.models_wanted.connect(self.show_models)
+        self._build_parts()
         self._build_menus()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
-            self._engine_state("failed", "none installed")
-            self.model_label.setToolTip(
+            self.status.engine_state("failed", "none installed")
+            self.status.model_label.setToolTip(
                 "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
             )
 
@@ -142,41 +124,9 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        self.banner = QWidget(central)
-        self.banner.setObjectName("errorBanner")
-        self.banner.setAutoFillBackground(True)
-        self.banner.setStyleSheet(
-            "#errorBanner { background: #b3261e; } #errorBanner QLabel { color: white; }"
-        )
-        banner_layout = QHBoxLayout(self.banner)
-        banner_layout.setContentsMargins(10, 6, 10, 6)
-        self.banner_label = QLabel("", self.banner)
-        self.banner_label.setWordWrap(True)
-        self.banner_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        dismiss = QPushButton("Dismiss", self.banner)
-        dismiss.clicked.connect(self.banner.hide)
-        banner_layout.addWidget(self.banner_label, 1)
-        banner_layout.addWidget(dismiss)
-        self.banner.hide()
-        self.offer = QWidget(central)
-        self.offer.setObjectName("modelOffer")
-        offer_layout = QHBoxLayout(self.offer)
-        offer_layout.setContentsMargins(10, 6, 10, 6)
-        offer_label = QLabel(
-            "No model is installed yet. Browsing and SQL work now; to ask questions in plain words, "
-            "download the SQaLe model (about 1.2 GB).",
-            self.offer,
-        )
-        offer_label.setWordWrap(True)
-        download = QPushButton("Download the model…", self.offer)
-        download.setToolTip("Finds the suggested GGUF build, downloads it with progress and selects it")
-        download.clicked.connect(self.download_suggested_model)
-        later = QPushButton("Later", self.offer)
-        later.clicked.connect(self.offer.hide)
-        offer_layout.addWidget(offer_label, 1)
-        offer_layout.addWidget(download)
-        offer_layout.addWidget(later)
-        self.offer.hide()
+        self.banner = ErrorBanner(central)
+        self.offer = ModelOffer(central)
+        self.offer.download_requested.connect(self.download_suggested_model)
         self.tabs = QTabWidget(central)
         self.tabs.setDocumentMode(True)
         self.tabs.setTabsClosable(True)
@@ -199,20 +149,28 @@ class MainWindow(QMainWindow):
         self.tabs.hide()
         self.setCentralWidget(central)
 
-        bar = self.statusBar()
-        self.model_label = QLabel("", self)
-        self.model_label.setObjectName("modelStatus")
-        self.model_progress = QProgressBar(self)
-        self.model_progress.setMaximumWidth(140)
-        self.model_progress.setTextVisible(False)
-        self.model_progress.hide()
-        self.context_label = QLabel("", self)
-        self.context_label.setObjectName("contextStatus")
-        self.message_label = QLabel("", self)
-        bar.addWidget(self.message_label, 1)
-        bar.addPermanentWidget(self.context_label)
-        bar.addPermanentWidget(self.model_progress)
-        bar.addPermanentWidget(self.model_label)
+        self.status = StatusBar(self)
+        self.setStatusBar(self.status)
+
+    def _build_parts(self) -> None:
+        """The objects the window composes, and what it shows of their signals."""
+        self.runner.engine_state.connect(self.status.engine_state)
+        self.runner.load_progress.connect(self.status.load_progress)
+        self.databases = DatabaseTabs(
+            self, self.tabs, self.empty, self.pool, lambda: self.settings, self._save_settings
+        )
+        self.databases.page_created.connect(self._connect_page)
+        self.databases.opened.connect(self._page_opened)
+        self.databases.closing.connect(self._page_closing)
+        self.databases.error.connect(self.show_error)
+        self.databases.open_failed.connect(self.open_failed)
+        self.databases.message.connect(self.show_message)
+        self.conversations = Conversations(self.history, self, self.pages)
+        self.conversations.error.connect(self.show_error)
+        self.conversations.message.connect(self.show_message)
+        self.model_advice = ModelAdvice(self.pool, self.model_banners, lambda: self.settings, self)
+        self.model_advice.checked.connect(self.model_checked)
+        self.model_advice.models_wanted.connect(self.show_models)
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -363,7 +321,7 @@ class MainWindow(QMainWindow):
         recording: bool = False,
     ) -> int:
         episode_id = self.episodes.start(page, question, override, recording)
-        self.context_label.setText("")
+        self.status.clear_context()
         what = "Playing the recorded answer" if recording else "The agent is working"
         self.show_message(f"{what} in {page.db.name}…")  # never the last episode's "Stopped."
         self._refresh_ask_state()
@@ -389,7 +347,7 @@ class MainWindow(QMainWindow):
             page.stop_queries()
 
     def _context_used(self, tokens: int) -> None:
-        self.context_label.setText(f"context {tokens:,} / {self.settings.n_ctx:,} tokens")
+        self.status.show_context(tokens, self.settings.n_ctx)
 
     def _episode_finished(
         self, page: DatabasePage, episode: Episode | None, error: str, recording: bool
@@ -426,23 +384,6 @@ class MainWindow(QMainWindow):
             page.chat.set_ask_enabled(self.has_engine and running is None, reason)
             page.chat.watch_button.setEnabled(running is None)
 
-    def _engine_state(self, state: str, text: str) -> None:
-        if state == "loading":
-            self.model_progress.setRange(0, 0)
-            self.model_progress.show()
-            self.model_label.setText(f"Model: {text}")
-        elif state == "ready":
-            self.model_progress.hide()
-            self.model_label.setText(f"Model loaded · {text}")
-        else:
-            self.model_progress.hide()
-            self.model_label.setText(f"Model: {text}")
-
-    def _load_progress(self, thousandths: int) -> None:
-        """The engine reports how far loading got: the busy indicator becomes a percentage."""
-        self.model_progress.setRange(0, 1000)
-        self.model_progress.setValue(thousandths)
-
     def set_engine_factory(
         self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None
     ) -> None:
@@ -450,9 +391,9 @@ class MainWindow(QMainWindow):
         self.has_engine = factory is not None
         self.runner.set_engine_factory(factory, episode_fn)
         if factory is None:
-            self._engine_state("failed", "no model installed")
+            self.status.engine_state("failed", "no model installed")
         else:
-            self.model_label.setText(f"Model: {description or 'not loaded yet'}")
+            self.status.model_label.setText(f"Model: {description or 'not loaded yet'}")
         self._refresh_ask_state()
         if self._resolve_engine is not None:  # the app's own engine choice: a model from the registry
             self.model_advice.check()
@@ -466,12 +407,11 @@ class MainWindow(QMainWindow):
     # messages -------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:
         """An error that concerns no tab in particular (a file that did not open, the settings)."""
-        self.banner_label.setText(text)
-        self.banner.show()
+        self.banner.show_text(text)
         self.show_message(text)
 
     def show_message(self, text: str) -> None:
-        self.message_label.setText(text)
+        self.status.show_text(text)
 
     def _save_settings(self) -> None:
         try:

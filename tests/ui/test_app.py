@@ -115,7 +115,7 @@ def test_launch_files_open_in_tabs_and_a_bad_one_gets_the_open_message(
         "Could not open notes.db",
     ]
     assert window.banner.isVisible()
-    assert sorted(window.banner_label.text().splitlines()) == sorted(opener.messages)
+    assert sorted(window.banner.text().splitlines()) == sorted(opener.messages)
     assert window.shutdown()
 
 
@@ -123,7 +123,7 @@ def test_the_demo_opens_only_when_no_launch_file_did(qtbot: Any, tmp_path: Path)
     window, opener = _launch(qtbot, [tmp_path / "gone.sqlite"])
     assert [p.path.name for p in window.pages()] == ["shop.sqlite"]
     assert len(opener.errors) == 1 and "gone.sqlite" in opener.errors[0]
-    assert window.banner.isVisible() and window.banner_label.text().startswith("Could not open gone.sqlite:")
+    assert window.banner.isVisible() and window.banner.text().startswith("Could not open gone.sqlite:")
     assert window.shutdown()
 
 

@@ -54,8 +54,8 @@ def test_no_answer_is_said_alike_on_the_card_and_in_the_status_bar(
     assert episode.ended_by == "no_answer"
     assert view.answer is not None
     assert view.answer.heading.text() == "<b>No answer</b>"
-    assert window.message_label.text() == ended_by_status("no_answer")
-    assert "Answer ready" not in window.message_label.text()
+    assert window.status.message_label.text() == ended_by_status("no_answer")
+    assert "Answer ready" not in window.status.message_label.text()
     assert view.progress.text().startswith("no answer ·")
     tool_turns = [t for t in view.turns.values() if not t.final]
     assert len(tool_turns) == 6
@@ -78,12 +78,12 @@ def test_a_stopped_episode_is_headed_stopped_and_the_next_one_does_not_show_it(
         qtbot.keyClick(window, Qt.Key.Key_Escape)
     assert view.answer is not None and view.answer.heading.text() == "<b>Stopped</b>"
     assert view.progress.text().startswith("stopped ·") and "done" not in view.progress.text()
-    assert window.message_label.text() == "Stopped."
+    assert window.status.message_label.text() == "Stopped."
 
     second = ask(qtbot, window, page)
-    assert window.message_label.text() == "The agent is working in chinook.sqlite…"
+    assert window.status.message_label.text() == "The agent is working in chinook.sqlite…"
     qtbot.waitUntil(lambda: bool(second.turns), timeout=10_000)
-    assert "Stopped" not in window.message_label.text()
+    assert "Stopped" not in window.status.message_label.text()
     with qtbot.waitSignal(window.episode_finished, timeout=30_000):
         window.stop(page)
 
@@ -119,7 +119,7 @@ def test_a_turn_cut_by_its_token_budget_says_so(
     assert cut_note(2048) in view.turns[1].notes
     assert NO_CALL_NOTE in view.turns[1].notes  # nothing parsable was written either
     assert view.turns[2].notes == []
-    assert window.message_label.text() == ended_by_status("submit_sql")
+    assert window.status.message_label.text() == ended_by_status("submit_sql")
     assert "submitted by the model" in view.answer.heading.text()
 
 

@@ -113,7 +113,7 @@ def test_unreadable_files_give_a_clear_message(
     with qtbot.waitSignal(window.open_failed, timeout=10_000) as blocker:
         window.open_database(text_file)
     assert "not a SQLite database" in blocker.args[0]
-    assert window.banner.isVisible() and "notes.txt" in window.banner_label.text()
+    assert window.banner.isVisible() and "notes.txt" in window.banner.text()
 
     with qtbot.waitSignal(window.open_failed, timeout=10_000) as blocker:
         window.open_database(tmp_path / "missing.sqlite")
@@ -128,7 +128,7 @@ def test_unreadable_files_give_a_clear_message(
     assert "damaged" in blocker.args[0] and "anki_corrupt_diskfull.anki2" in blocker.args[0]
     # The warning belongs to the damaged file's tab, next to (not instead of) other messages.
     qtbot.waitUntil(lambda: "damaged" in page.banners.texts().get("damaged", ""))
-    assert "damaged" not in window.banner_label.text()
+    assert "damaged" not in window.banner.text()
     window.grab().save(str(artifacts / "error.png"))
 
 

@@ -49,8 +49,8 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
         window.ask(page, "How many tracks are there?")
         qtbot.waitUntil(
             lambda: (
-                "loading" in window.model_label.text().lower()
-                or "loaded" in window.model_label.text().lower()
+                "loading" in window.status.model_label.text().lower()
+                or "loaded" in window.status.model_label.text().lower()
             ),
             timeout=30_000,
         )
@@ -61,10 +61,10 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
         "no_answer",
         "submit_sql",
     )
-    assert window.model_label.text() == "Model loaded · local CPU"
+    assert window.status.model_label.text() == "Model loaded · local CPU"
     # Loading showed real progress (reading the file, then llama.cpp), not only a busy indicator.
     assert len(load_progress) > 1 and load_progress == sorted(load_progress)
-    assert load_progress[-1] == 1000 and window.model_progress.maximum() == 1000
+    assert load_progress[-1] == 1000 and window.status.model_progress.maximum() == 1000
     view = page.chat.episodes[-1]
     assert sum(len(t.thinking.plain_text()) for t in view.turns.values()) > 0  # text streamed in
 

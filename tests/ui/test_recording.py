@@ -68,11 +68,11 @@ def test_watching_the_recording_plays_to_submit_sql_and_the_real_grid(
         view = page.chat.current
         assert view is not None and view.recording
         assert view.badge is not None and "Recording" in view.badge.text()
-        assert window.message_label.text().startswith("Playing the recorded answer")
+        assert window.status.message_label.text().startswith("Playing the recorded answer")
     episode = finished.args[0]
     assert episode.ended_by == "submit_sql"
     assert view.answer is not None and "submitted by the model" in view.answer.heading.text()
-    assert window.message_label.text() == "Recording: Answer ready: submitted by the model."
+    assert window.status.message_label.text() == "Recording: Answer ready: submitted by the model."
     assert view.progress.text().startswith("recording ·")
     turns = list(view.turns.values())
     assert len(turns) == 5 and max(len(t.cards) for t in turns) >= 3

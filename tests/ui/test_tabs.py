@@ -69,7 +69,7 @@ def test_the_running_tab_is_busy_and_only_it_can_be_stopped(
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     window.stop(second)
     assert view.running and window.running_page() is first
-    assert "Stop (or Esc) on that tab" in window.message_label.text()
+    assert "Stop (or Esc) on that tab" in window.status.message_label.text()
     window.resize(1024, 700)
     settle()
     assert window.width() == 1024  # no message widens the window past the size asked for
