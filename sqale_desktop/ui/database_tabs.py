@@ -74,6 +74,32 @@ class DatabaseTabs(QObject):
         page = self._tabs.currentWidget()
         return page if isinstance(page, DatabasePage) else None
 
+    def show_agent_state(self, running: DatabasePage | None, has_engine: bool) -> None:
+        """Mark the tab the agent works in, and say on every other tab why Ask waits."""
+        index = self._tabs.indexOf(running) if running is not None else -1
+        for page in self.pages():
+            i = self._tabs.indexOf(page)
+            busy = page is running
+            self._tabs.setTabText(i, ("● " if busy else "") + page.db.name)
+            self._tabs.setTabToolTip(i, str(page.path) + ("\nThe agent is working here." if busy else ""))
+            if running is not None and not busy:
+                reason = (
+                    f"Ask waits: the agent is answering in {running.db.name} (tab {index + 1}). "
+                    "Stop it there or wait for its answer."
+                )
+            elif not has_engine:
+                reason = "No model installed: Tools → Models… to download one."
+            else:
+                reason = ""
+            page.chat.set_ask_enabled(has_engine and running is None, reason)
+            page.chat.watch_button.setEnabled(running is None)
+
+    def set_query_time_limit(self, seconds: float) -> None:
+        """The settings changed the query deadline: the open databases' handles (tree and grid) use it."""
+        for page in self.pages():
+            page.db.time_limit_s = seconds
+            page.sql.db.time_limit_s = seconds
+
     # opening --------------------------------------------------------------------------------
     def open_demo(self) -> None:
         from sqale_desktop.core.demo import ensure_demo_database

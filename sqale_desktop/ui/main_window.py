@@ -8,6 +8,7 @@ banners, status bar), the Ask/Stop state of the tabs, the settings, and shutting
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,6 @@ class MainWindow(QMainWindow):
         self._closed = False
         self.has_engine = engine_factory is not None
         self.recording_delay = RECORDING_DELAY_S
-        self.models_dialog: Any = None  # the model manager while it is open
 
         self._build_ui()
         self._build_parts()
@@ -365,24 +365,7 @@ class MainWindow(QMainWindow):
         self.episode_finished.emit(episode)
 
     def _refresh_ask_state(self) -> None:
-        running = self.running_page()
-        index = self.tabs.indexOf(running) if running is not None else -1
-        for page in self.pages():
-            i = self.tabs.indexOf(page)
-            busy = page is running
-            self.tabs.setTabText(i, ("● " if busy else "") + page.db.name)
-            self.tabs.setTabToolTip(i, str(page.path) + ("\nThe agent is working here." if busy else ""))
-            if running is not None and not busy:
-                reason = (
-                    f"Ask waits: the agent is answering in {running.db.name} (tab {index + 1}). "
-                    "Stop it there or wait for its answer."
-                )
-            elif not self.has_engine:
-                reason = "No model installed: Tools → Models… to download one."
-            else:
-                reason = ""
-            page.chat.set_ask_enabled(self.has_engine and running is None, reason)
-            page.chat.watch_button.setEnabled(running is None)
+        self.databases.show_agent_state(self.running_page(), self.has_engine)
 
     def set_engine_factory(
         self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None
@@ -433,33 +416,29 @@ class MainWindow(QMainWindow):
 
     def _system_scheme_changed(self, _scheme: Qt.ColorScheme) -> None:
         """The system switched between light and dark: follow it unless the user chose one."""
+        if self.settings.theme == "system":
+            self._apply_theme("system")
+
+    def _apply_theme(self, theme: str) -> None:
+        """Re-palette the app, and re-colour what painted itself with the old palette (SQL, charts)."""
         from PySide6.QtWidgets import QApplication
 
         from sqale_desktop.ui.palette import apply_theme
 
         app = QApplication.instance()
-        if self.settings.theme == "system" and isinstance(app, QApplication):
-            apply_theme(app, "system")
+        if isinstance(app, QApplication):
+            apply_theme(app, theme)
             for page in self.pages():
                 page.refresh_palette()
 
     def apply_settings(self, new: Settings) -> None:
         """Save new settings and apply them: time limits, theme, and the engine next time it loads."""
-        from PySide6.QtWidgets import QApplication
-
-        from sqale_desktop.ui.palette import apply_theme
-
         old, self.settings = self.settings, new
         self._save_settings()
-        for page in self.pages():
-            page.db.time_limit_s = new.query_time_limit_s
-            page.sql.db.time_limit_s = new.query_time_limit_s
+        self.databases.set_query_time_limit(new.query_time_limit_s)
         self.runner.worker.set_time_limit(new.query_time_limit_s)
-        app = QApplication.instance()
-        if new.theme != old.theme and isinstance(app, QApplication):
-            apply_theme(app, new.theme)
-            for page in self.pages():
-                page.refresh_palette()
+        if new.theme != old.theme:
+            self._apply_theme(new.theme)
         if any(getattr(old, name) != getattr(new, name) for name in MODEL_AFFECTING):
             self.settings_changed()
         else:
@@ -487,17 +466,13 @@ class MainWindow(QMainWindow):
         )
         dialog.model_chosen.connect(self._use_model)
         dialog.models_changed.connect(self.settings_changed)
-        self.models_dialog = dialog
         if start_suggested:
             dialog.get_suggested()
         dialog.exec()
-        self.models_dialog = None
         if self.has_engine:
             self.offer.hide()
 
     def _use_model(self, model_id: str) -> None:
-        import dataclasses
-
         self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
 
     def download_suggested_model(self) -> None:

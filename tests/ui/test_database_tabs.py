@@ -107,3 +107,30 @@ def test_closing_the_window_keeps_the_open_tabs_for_next_time(
     harness.tabs.close_tab(0)
     assert harness.settings.open_databases == [str(chinook), str(northwind)]
     assert len(harness.saved) == saves
+
+
+def test_the_tab_the_agent_works_in_is_marked_and_the_others_say_why_ask_waits(
+    qtbot: Any, harness: Harness, chinook: Path, northwind: Path
+) -> None:
+    first, second = harness.open(qtbot, chinook), harness.open(qtbot, northwind)
+    harness.tabs.show_agent_state(first, has_engine=True)
+    assert [harness.tab_widget.tabText(i) for i in range(2)] == [f"● {chinook.name}", northwind.name]
+    assert harness.tab_widget.tabToolTip(0) == f"{chinook}\nThe agent is working here."
+    assert not second.chat.ask_button.isEnabled() and not second.chat.watch_button.isEnabled()
+    assert second.chat.ask_button.toolTip() == (
+        f"Ask waits: the agent is answering in {chinook.name} (tab 1). Stop it there or wait for its answer."
+    )
+    harness.tabs.show_agent_state(None, has_engine=False)
+    assert [harness.tab_widget.tabText(i) for i in range(2)] == [chinook.name, northwind.name]
+    assert second.chat.watch_button.isEnabled() and not second.chat.ask_button.isEnabled()
+    assert second.chat.live.text() == "No model installed: Tools → Models… to download one."
+    harness.tabs.show_agent_state(None, has_engine=True)
+    assert first.chat.ask_button.isEnabled() and second.chat.ask_button.isEnabled()
+
+
+def test_a_new_query_deadline_reaches_both_handles_of_every_tab(
+    qtbot: Any, harness: Harness, chinook: Path, northwind: Path
+) -> None:
+    pages = [harness.open(qtbot, chinook), harness.open(qtbot, northwind)]
+    harness.tabs.set_query_time_limit(2.5)
+    assert [(page.db.time_limit_s, page.sql.db.time_limit_s) for page in pages] == [(2.5, 2.5)] * 2
