@@ -23,7 +23,8 @@ from sqale_desktop.ui.workers import JobContext, TaskPool
 
 
 class DatabaseTabs(QObject):
-    """Opens, closes and restores the tabs of ``tabs``; keeps the recent-files menu.
+    """Opens, closes and restores the tabs of ``tabs``; keeps the recent-files menu; marks the tab
+    the agent works in.
 
     ``settings`` returns the settings in force (the window replaces them when the user changes
     them) and ``save_settings`` stores them; the open tabs and the recent files live there.

@@ -9,6 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.engines.base import Engine
+    from sqale_desktop.core.runtime import EngineFactory
 
 RECORDING = "demo_recording.json"
 
@@ -33,3 +38,15 @@ def load_recording(path: Path | None = None) -> Recording:
     if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
         raise ValueError("the recording has no list of completions")
     return Recording(str(data.get("question", "")), str(data.get("sql", "")), list(completions))
+
+
+def replay_engine(recording: Recording, delay: float) -> EngineFactory:
+    """An engine factory that plays ``recording``'s completions in chunks of 8 characters, ``delay``
+    seconds apart: read at a human pace, while every tool call still runs on the database now."""
+
+    def engine() -> Engine:
+        from sqale_desktop.core.engines.replay import ReplayEngine
+
+        return ReplayEngine(recording.completions, chunk_chars=8, delay=delay)
+
+    return engine

@@ -1,9 +1,10 @@
 """The main window: open databases in tabs, each with its conversation; the agent; the status bar.
 
-The window composes: ``DatabaseTabs`` opens and closes the tabs, ``Conversations`` restores and
-clears what the history keeps of them, ``EpisodeController`` routes the agent's events to the tab
-that asked, ``ModelAdvice`` checks the chosen model.  What is left here is the chrome (menus,
-banners, status bar), the Ask/Stop state of the tabs, the settings, and shutting all of it down.
+The window composes: ``DatabaseTabs`` opens, closes and marks the tabs, ``Conversations`` restores
+and clears what the history keeps of them, ``EpisodeController`` routes the agent's events to the
+tab that asked, ``ModelAdvice`` checks the chosen model, ``StatusBar`` and the banners show what
+happens.  What is left here is the menus, starting and stopping episodes, applying the settings,
+and shutting all of it down.
 """
 
 from __future__ import annotations
@@ -295,20 +296,15 @@ class MainWindow(QMainWindow):
         """
         if self.episodes.busy:
             return None
-        from sqale_desktop.core.engines.replay import ReplayEngine
         from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-        from sqale_desktop.ui.episodes import load_recording
+        from sqale_desktop.ui.episodes import load_recording, replay_engine
 
         try:
             recording = load_recording()
         except (OSError, ValueError) as exc:
             page.banners.show_banner("recording", f"The recorded episode could not be read: {exc}", "error")
             return None
-        delay = self.recording_delay
-
-        def engine() -> Any:
-            return ReplayEngine(recording.completions, chunk_chars=8, delay=delay)
-
+        engine = replay_engine(recording, self.recording_delay)
         return self._start_episode(
             page, recording.question, (engine, default_episode_fn(self.settings)), recording=True
         )
