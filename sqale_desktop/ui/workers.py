@@ -106,6 +106,7 @@ class _Runnable(QRunnable):
         self._pool = pool
 
     def run(self) -> None:
+        self._pool._started(self._context)
         try:
             result = self._job(self._context)
         except BaseException as exc:  # every worker reports everything; nothing dies silently
@@ -132,6 +133,8 @@ class TaskPool(QObject):
         self._pool.setMaxThreadCount(max_threads)
         self._lock = threading.Lock()
         self._running: set[JobContext] = set()
+        # Jobs handed to Qt that no thread has picked up yet: shutdown takes them back.
+        self._queued: dict[JobContext, _Runnable] = {}
         self._alive: set[WorkerSignals] = set()
         register_thread_owner(self)
 
@@ -155,8 +158,15 @@ class TaskPool(QObject):
             self._running.add(context)
             self._alive.add(signals)
         signals.done.connect(self._release)
-        self._pool.start(_Runnable(job, signals, context, self))
+        runnable = _Runnable(job, signals, context, self)
+        with self._lock:
+            self._queued[context] = runnable
+        self._pool.start(runnable)
         return context
+
+    def _started(self, context: JobContext) -> None:
+        with self._lock:
+            self._queued.pop(context, None)
 
     def _forget(self, context: JobContext) -> None:
         with self._lock:
@@ -188,9 +198,21 @@ class TaskPool(QObject):
             context.request_cancel()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Cancel every job, drop queued ones and wait for running ones; True when all ended."""
+        """Cancel every job, drop queued ones and wait for running ones; True when all ended.
+
+        A dropped job never runs, so it is marked finished and forgotten here (``QThreadPool.clear``
+        would drop it silently and leave it counted as running, its page busy for ever).
+        """
         self.cancel_all()
         if not shiboken6.isValid(self._pool):
             return True
-        self._pool.clear()
+        with self._lock:
+            queued = list(self._queued.items())
+        for context, runnable in queued:
+            if self._pool.tryTake(runnable):  # False: a thread took it meanwhile; it ends cancelled
+                self._started(context)
+                context.finished = True
+                self._forget(context)
+                with self._lock:
+                    self._alive.discard(context.signals)
         return bool(self._pool.waitForDone(timeout_ms))

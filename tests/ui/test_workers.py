@@ -47,6 +47,25 @@ def test_shutdown_cancels_a_running_job(qtbot: Any) -> None:
     qtbot.waitUntil(lambda: results == ["cancelled"])
 
 
+def test_shutdown_forgets_the_jobs_it_drops(qtbot: Any) -> None:
+    """A queued job that never runs is finished and forgotten, so nothing waits on it for ever."""
+    pool = TaskPool(max_threads=1)
+    started = threading.Event()
+
+    def wait_for_cancel(ctx: Any) -> None:
+        started.set()
+        ctx.cancel.wait(30)
+
+    ran: list[str] = []
+    pool.start(wait_for_cancel)
+    assert started.wait(5)
+    queued = pool.start(lambda _ctx: ran.append("ran"))
+    assert pool.active_jobs() == 2
+    assert pool.shutdown(5_000)
+    assert queued.finished and pool.active_jobs() == 0 and not pool.is_busy()
+    assert ran == []
+
+
 def test_merge_deltas_keeps_order_and_boundaries() -> None:
     items: list[Any] = [
         EventItem(1, TextDelta(1, "a", "think")),
