@@ -162,4 +162,5 @@ echo "Depends: $deps"
 echo "sizes:"
 du -sh "$APP" "$TARBALL" "$DEB" | sed 's/^/  /'
 echo "largest parts of the folder:"
-du -sh "$APP"/_internal/* | sort -rh | head -8 | sed 's/^/  /'
+# sed, not head: head exits after 8 lines and, under pipefail, sort's SIGPIPE (141) failed the build.
+du -sh "$APP"/_internal/* | sort -rh | sed -n '1,8s/^/  /p'

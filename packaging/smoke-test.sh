@@ -46,7 +46,7 @@ same() {  # same NAME CMD...: the frozen app and the checkout print the same std
         fail "$name: the frozen app (status $sa) and the checkout (status $sb) differ"
     fi
     [ $sa = 0 ] || { cat "$WORK/$name.frozen.err" >&2; fail "$name exited $sa"; }
-    printf '%s\n' "$a" | head -5 | sed 's/^/   | /'
+    sed -n '1,5s/^/   | /p' <<<"$a"  # not | head: under pipefail an early exit is SIGPIPE (141)
 }
 window_tabs() {  # window_tabs ENV... PROGRAM ARGS...: run (with the quit hook set in ENV), print "ready"
     local out
