@@ -12,11 +12,10 @@ from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
-from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.ui.chart_view import ChartView
 from sqale_desktop.ui.palette import apply_theme
 from sqale_desktop.ui.sql_panel import SqlPanel
-from sqale_desktop.ui.workers import TaskPool
+from tests.ui.sql_panels import shown_panel
 from tests.ui.test_main_window import WindowFactory, make_window, open_page  # noqa: F401 (fixture)
 
 
@@ -84,17 +83,8 @@ def test_kind_follows_the_column_mix_and_renders_with_axis_titles(qtbot: Any) ->
 
 @pytest.fixture
 def panel(qtbot: Any, chinook: Path) -> Iterator[SqlPanel]:
-    pool = TaskPool()
-    db = open_readonly(chinook)
-    panel = SqlPanel(db, pool)
-    qtbot.addWidget(panel)
-    panel.resize(1000, 700)
-    panel.show()
-    yield panel
-    panel.stop()
-    assert pool.shutdown()
-    panel.release()
-    db.close()
+    with shown_panel(qtbot, chinook, (1000, 700)) as panel:
+        yield panel
 
 
 def test_chart_tab_draws_the_loaded_rows_and_exports_png_and_svg(

@@ -18,12 +18,11 @@ from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtGui import QGuiApplication
 
 from sqale_desktop.cli import main
-from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.ui.result_model import display_value
 from sqale_desktop.ui.sql_panel import SqlPanel
-from sqale_desktop.ui.workers import TaskPool
 from tests.awkward_result import QUERY, make_database
+from tests.ui.sql_panels import shown_panel
 
 NL = platform_newline()
 
@@ -39,18 +38,10 @@ def _exact(text: str) -> Any:
 
 @pytest.fixture
 def panel(qtbot: Any, tmp_path: Path) -> Iterator[SqlPanel]:
-    pool = TaskPool()
-    db = open_readonly(make_database(tmp_path / "awkward.db"))
-    panel = SqlPanel(db, pool)
-    qtbot.addWidget(panel)
-    panel.show()
-    with qtbot.waitSignal(panel.query_finished, timeout=10_000):
-        panel.run(QUERY)
-    yield panel
-    panel.stop()
-    assert pool.shutdown()
-    panel.release()
-    db.close()
+    with shown_panel(qtbot, make_database(tmp_path / "awkward.db")) as panel:
+        with qtbot.waitSignal(panel.query_finished, timeout=10_000):
+            panel.run(QUERY)
+        yield panel
 
 
 def _export(qtbot: Any, panel: SqlPanel, path: Path, fmt: str, newline: str) -> str:

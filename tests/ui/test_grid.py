@@ -18,24 +18,15 @@ from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.ui.grid_menu import build_grid_menu
 from sqale_desktop.ui.sql_panel import SqlPanel
-from sqale_desktop.ui.workers import TaskPool
+from tests.ui.sql_panels import shown_panel
 
 NL = platform_newline()
 
 
 @pytest.fixture
 def panel(qtbot: Any, chinook: Path) -> Iterator[SqlPanel]:
-    pool = TaskPool()
-    db = open_readonly(chinook)
-    panel = SqlPanel(db, pool)
-    qtbot.addWidget(panel)
-    panel.resize(900, 600)
-    panel.show()
-    yield panel
-    panel.stop()
-    assert pool.shutdown()
-    panel.release()
-    db.close()
+    with shown_panel(qtbot, chinook, (900, 600)) as panel:
+        yield panel
 
 
 def run(qtbot: Any, panel: SqlPanel, sql: str) -> None:
