@@ -63,3 +63,17 @@ def northwind() -> Path:
 @pytest.fixture
 def sakila() -> Path:
     return shared_data("sample/sakila.sqlite")
+
+
+@pytest.fixture
+def reset_logging() -> Iterator[None]:
+    """For tests that configure logging: the root logger's handlers and level as they were."""
+    import logging
+
+    from sqale_desktop.core import logs
+
+    root = logging.getLogger()
+    level = root.level
+    yield
+    logs.reset()
+    root.setLevel(level)

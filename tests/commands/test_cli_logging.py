@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,14 +13,7 @@ from sqale_desktop.commands import db_commands
 from sqale_desktop.core import logs
 from sqale_desktop.core.db.errors import DatabaseUnreadable
 
-
-@pytest.fixture(autouse=True)
-def reset_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    level = root.level
-    yield
-    logs.reset()
-    root.setLevel(level)
+pytestmark = pytest.mark.usefixtures("reset_logging")
 
 
 @pytest.fixture

@@ -5,21 +5,13 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sqale_desktop.core import logs, paths
 
-
-@pytest.fixture(autouse=True)
-def reset_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    level = root.level
-    yield
-    logs.reset()
-    root.setLevel(level)
+pytestmark = pytest.mark.usefixtures("reset_logging")
 
 
 def _ours() -> list[logging.Handler]:

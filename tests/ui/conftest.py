@@ -41,3 +41,16 @@ def artifacts() -> Path:
     """Where screenshots go (git ignored); look at them."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+def themed() -> Iterator[None]:
+    """For tests that switch the palette: the light theme again afterwards, for the tests after them."""
+    yield
+    from PySide6.QtWidgets import QApplication
+
+    from sqale_desktop.ui.palette import apply_theme
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_theme(app, "light")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +64,6 @@ def assert_label_whole(label: QLabel) -> None:
         QApplication.processEvents()
         time.sleep(0.01)
     assert label.height() >= label.heightForWidth(label.width()) - 1
-
-
-@pytest.fixture
-def themed() -> Iterator[None]:
-    yield
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    apply_theme(app, "light")
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

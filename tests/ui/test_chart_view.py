@@ -133,14 +133,6 @@ def test_answer_card_offers_chart_and_shows_it(qtbot: Any, make_window: WindowFa
     assert page.sql.chart.plan.kind == "bar" and axis_titles(page.sql.chart) == ("Name", "albums")
 
 
-@pytest.fixture
-def themed() -> Iterator[None]:
-    yield
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    apply_theme(app, "light")
-
-
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_screenshots_of_the_data_side(
     qtbot: Any,
