@@ -676,16 +676,14 @@ class LlamaEngine:
         With a governor, the step runs with the thread count it picks and reports its time back.
         """
         governor = self.governor
-        if governor is None:
-            status = self._decode([token])
-        else:
-            threads = governor.threads()
-            if threads != self._decode_threads:
-                # Single-token steps use n_threads; prefill and draft verification keep n_threads_batch.
-                self._lib.llama_set_n_threads(self._llama.ctx, threads, self.n_threads)
-                self._decode_threads = threads
-            started = time.perf_counter()
-            status = self._decode([token])
+        threads = governor.threads() if governor is not None else self._decode_threads
+        if threads != self._decode_threads:
+            # Single-token steps use n_threads; prefill and draft verification keep n_threads_batch.
+            self._lib.llama_set_n_threads(self._llama.ctx, threads, self.n_threads)
+            self._decode_threads = threads
+        started = time.perf_counter()
+        status = self._decode([token])
+        if governor is not None:
             governor.record(threads, time.perf_counter() - started)
         if status != 0:
             self._reset_memory()
