@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.cursor import QueryCursor
-from sqale_desktop.core.db.errors import QueryInterrupted
 from sqale_desktop.core.export_formats import TextFormat, column_values, format_rows
 from sqale_desktop.ui.export import ExportFormat, export_rows
 from sqale_desktop.ui.query_history import QueryHistoryPanel
@@ -337,12 +336,10 @@ class SqlPanel(QWidget):
         db = self.db
 
         def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
-            ctx.on_cancel(db.interrupt)
-            if ctx.cancelled:  # stopped before it started: interrupt() only stops running statements
-                raise QueryInterrupted("the query was cancelled")
+            ctx.on_cancel(db.interrupt)  # the watchdog's backstop; the flag below is what Stop sets
             started = time.perf_counter()
-            cursor = db.cursor(sql, max_rows=GRID_ROW_CAP)
-            first = cursor.fetch_page(PAGE_SIZE)
+            cursor = db.cursor(sql, max_rows=GRID_ROW_CAP, cancel=ctx.cancel)
+            first = cursor.fetch_page(PAGE_SIZE, cancel=ctx.cancel)
             return cursor, first, time.perf_counter() - started
 
         self._job = self._pool.start(
@@ -575,11 +572,11 @@ class SqlPanel(QWidget):
         def job(ctx: JobContext) -> int:
             db = _twin(source)  # its own connection: the grid's cursor may be mid-scroll
             ctx.on_cancel(db.interrupt)
-            with db, db.cursor(sql, max_rows=2**62) as cursor:
+            with db, db.cursor(sql, max_rows=2**62, cancel=ctx.cancel) as cursor:
 
                 def rows() -> Any:
                     while True:
-                        page = cursor.fetch_page(5000)
+                        page = cursor.fetch_page(5000, cancel=ctx.cancel)
                         if not page:
                             return
                         yield from page

@@ -10,6 +10,7 @@ guards, the time limit, Stop, the locked-file retries, the translation of SQLite
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -124,9 +125,15 @@ class ReadOnlyDatabase:
         rows = fetched[:max_rows]
         return QueryResult(columns, rows, len(rows), truncated, time.perf_counter() - started)
 
-    def cursor(self, sql: str, *, max_rows: int = DEFAULT_CURSOR_CAP) -> QueryCursor:
-        """Start a statement whose rows are handed out page by page (see ``QueryCursor``)."""
-        return QueryCursor(self._links, sql, max_rows=max_rows)
+    def cursor(
+        self, sql: str, *, max_rows: int = DEFAULT_CURSOR_CAP, cancel: threading.Event | None = None
+    ) -> QueryCursor:
+        """Start a statement whose rows are handed out page by page (see ``QueryCursor``).
+
+        ``cancel``: the starting job's Stop flag, which stops the statement even when it is set
+        before the statement begins (``interrupt()`` only stops what already runs).
+        """
+        return QueryCursor(self._links, sql, max_rows=max_rows, cancel=cancel)
 
     @property
     def busy(self) -> bool:

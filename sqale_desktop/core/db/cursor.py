@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from typing import Any
 
 from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Links, fetch_within
@@ -24,7 +25,9 @@ class QueryCursor:
     thread's link until it closes.
     """
 
-    def __init__(self, links: Links, sql: str, *, max_rows: int) -> None:
+    def __init__(
+        self, links: Links, sql: str, *, max_rows: int, cancel: threading.Event | None = None
+    ) -> None:
         if max_rows < 0:
             raise ValueError("max_rows must not be negative")
         self._links = links
@@ -36,15 +39,18 @@ class QueryCursor:
         self.truncated = False
         self.exhausted = False
         self._cursor: sqlite3.Cursor | None = None
-        with links.operation(self._link, sql):
+        with links.operation(self._link, sql, cancel=cancel):
             self._cursor = links.start(self._link, sql)
         links.cursor_opened(self._link)
         self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
         if not self.columns:
             self.close()
 
-    def fetch_page(self, n: int) -> list[tuple[Any, ...]]:
-        """Up to ``n`` more rows; fewer (or none) once the statement or the cap runs out."""
+    def fetch_page(self, n: int, cancel: threading.Event | None = None) -> list[tuple[Any, ...]]:
+        """Up to ``n`` more rows; fewer (or none) once the statement or the cap runs out.
+
+        ``cancel``: the Stop flag of the job fetching (see ``Links.operation``).
+        """
         if n < 0:
             raise ValueError("n must not be negative")
         if self.exhausted or self._cursor is None or n == 0:
@@ -53,7 +59,7 @@ class QueryCursor:
         want = min(n, room)
         try:
             # One extra row when the page would reach the cap tells whether the cap cut anything.
-            with self._links.operation(self._link, self._sql, new_statement=False):
+            with self._links.operation(self._link, self._sql, new_statement=False, cancel=cancel):
                 rows, used = fetch_within(
                     self._cursor, want + 1 if want == room else want, MAX_RESULT_BYTES - self.bytes
                 )

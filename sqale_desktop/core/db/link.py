@@ -83,6 +83,8 @@ class Link:
     thread: weakref.ref[threading.Thread]
     deadline: float = 0.0
     started_generation: int = 0
+    # The caller's own Stop flag for the operation running now (None: only ``interrupt()`` stops it).
+    cancel: threading.Event | None = None
     timed_out: bool = False
     busy: bool = field(default=False)
     # Set by the watchdog when it had to sqlite3_interrupt this connection (see watchdog.py).
@@ -219,12 +221,19 @@ class Links:
         return not already
 
     @contextmanager
-    def operation(self, link: Link, sql: str, *, new_statement: bool = True) -> Iterator[None]:
+    def operation(
+        self, link: Link, sql: str, *, new_statement: bool = True, cancel: threading.Event | None = None
+    ) -> Iterator[None]:
         """Arm the time limit and the guard for one step of work, and translate SQLite errors.
 
         ``new_statement``: the work prepares ``sql`` (checked against the write keywords first);
-        False for fetching more rows of a statement that already passed.
+        False for fetching more rows of a statement that already passed.  ``cancel``: the caller's
+        Stop flag, seen by the progress check like ``interrupt()``.  ``interrupt()`` only stops
+        work already running, so a Stop that lands while a job is still getting its connection
+        (milliseconds for a new thread's link) would be lost; a flag set at any time is not.
         """
+        if cancel is not None and cancel.is_set():
+            raise QueryInterrupted("the query was cancelled")
         if new_statement:
             if len(sql) > MAX_SQL_CHARS:
                 raise StatementTooLong(
@@ -236,6 +245,7 @@ class Links:
                 raise QueryDenied(refusal)
         link.deadline = time.monotonic() + self._time_limit_s
         link.started_generation = self._generation
+        link.cancel = cancel
         link.timed_out = False
         link.guard.reset()
         with link.state:
@@ -248,6 +258,7 @@ class Links:
         except (ValueError, OverflowError, UnicodeError) as exc:
             raise QueryFailed(f"cannot run this statement: {exc}") from exc
         finally:
+            link.cancel = None
             with link.state:
                 link.busy = False
             if link.hard_interrupted:
@@ -265,7 +276,7 @@ class Links:
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc):
                     raise
-                if self._generation != link.started_generation:
+                if self._generation != link.started_generation or _set(link.cancel):
                     raise QueryInterrupted("the query was cancelled") from None
                 if time.monotonic() + LOCK_RETRY_S > link.deadline:
                     raise DatabaseLocked(locked_message(self.name, self._time_limit_s)) from None
@@ -285,7 +296,7 @@ class Links:
 
     def _progress_check(self, link: Link) -> Callable[[], int]:
         def check() -> int:
-            if self._generation != link.started_generation:
+            if self._generation != link.started_generation or _set(link.cancel):
                 return 1
             if time.monotonic() > link.deadline:
                 link.timed_out = True
@@ -404,3 +415,7 @@ __all__ = [
     "prepare_text",
     "value_bytes",
 ]
+
+
+def _set(flag: threading.Event | None) -> bool:
+    return flag is not None and flag.is_set()

@@ -81,6 +81,45 @@ def test_interrupted_page_ends_the_cursor_and_the_database_stays_usable(chinook:
         assert db.execute("SELECT 3").rows == [(3,)]
 
 
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+def test_a_stop_flag_set_before_the_statement_starts_still_stops_it(chinook: Path) -> None:
+    """Where interrupt() comes too early (the job was still getting its connection), the flag does not."""
+    with open_readonly(chinook, time_limit_s=60) as db:
+        stop = threading.Event()
+        db.interrupt()
+        stop.set()
+        with pytest.raises(QueryInterrupted, match="cancelled"):
+            db.cursor(ENDLESS, cancel=stop)
+        cursor = db.cursor("SELECT 1")
+        with pytest.raises(QueryInterrupted, match="cancelled"):
+            cursor.fetch_page(1, cancel=stop)
+        assert db.execute("SELECT 3").rows == [(3,)]  # the flag belonged to those calls only
+
+
+def test_a_stop_flag_set_while_the_statement_runs_stops_it(chinook: Path) -> None:
+    with open_readonly(chinook, time_limit_s=60) as db:
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                db.cursor(ENDLESS, cancel=stop)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        while not db.busy:
+            assert thread.is_alive()
+            time.sleep(0.005)
+        stop.set()
+        thread.join(timeout=30)
+        assert [type(e) for e in errors] == [QueryInterrupted]
+        assert db.execute("SELECT 3").rows == [(3,)]
+
+
 def test_cursor_outlives_the_thread_that_started_it(chinook: Path) -> None:
     """The grid pages on the GUI thread through a cursor a short-lived pool thread started."""
     with open_readonly(chinook) as db:
