@@ -56,8 +56,8 @@ def assert_fits(edit: QPlainTextEdit, max_lines: int) -> None:
 
 
 def assert_label_whole(label: QLabel) -> None:
-    """As tall as its wrapped text needs, once the layout has settled (on a busy machine Qt may
-    need more event-loop passes than ``settle`` gives: wait up to 2 s, then assert)."""
+    """As tall as its wrapped text needs, once the layout has settled (waits up to 2 s in case
+    Qt needs more event-loop passes than ``settle`` gives, then asserts)."""
     deadline = time.monotonic() + 2.0
     while label.height() < label.heightForWidth(label.width()) - 1 and time.monotonic() < deadline:
         QApplication.sendPostedEvents()
@@ -128,7 +128,7 @@ def test_a_turn_header_wraps_in_a_narrow_pane(qtbot: Any, make_window: WindowFac
     settle()
     header = view.turns[1].header
     one_line = header.fontMetrics().lineSpacing()
-    # It needs two lines here (once the narrower width has reached it: a busy machine lays out late)…
+    # It needs two lines here (waiting, as assert_label_whole does, for the narrower width)…
     qtbot.waitUntil(lambda: header.heightForWidth(header.width()) > one_line, timeout=2_000)
     assert_label_whole(header)  # …and gets them
 
