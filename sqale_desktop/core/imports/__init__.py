@@ -1,0 +1,353 @@
+"""Data files people have (CSV, TSV, JSON, Excel, Parquet, DuckDB, a folder of them) as SQLite.
+
+Datasette's way: the file is turned into a SQLite database, and everything the app does with a
+database (the read-only guard, the tools, the grid, the agent, history, evaluation) works on it
+unchanged.  The database lives in the app's cache, never next to the source, one per source,
+keyed by the source's path and checked against its size, mtime and SHA-256: it is reused while the
+source is unchanged and built again, with a note saying so, when it changed.  It is built in a
+temporary folder and renamed into place only when complete, so a cancelled or failed import leaves
+nothing that could be reused; the source is only ever read.
+
+:func:`resolve_database` is what every open path calls: a SQLite file comes back as it is, any
+other supported source comes back as the path of its imported database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, ImportProgress, Meter, ProgressFn
+
+__all__ = [
+    "DIALOG_PATTERNS",
+    "ImportCancelled",
+    "ImportFailed",
+    "ImportProgress",
+    "ImportResult",
+    "import_source",
+    "kind_of",
+    "resolve_database",
+]
+
+MANIFEST_VERSION = 1
+TEXT_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv",
+                 ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+OTHER_SUFFIXES = {".xlsx": "excel", ".xlsm": "excel", ".ods": "excel", ".parquet": "parquet",
+                  ".duckdb": "duckdb"}
+# The file dialog's filter (Qt's "Name (*.a *.b)" patterns), kept beside the list it describes.
+DIALOG_PATTERNS = " ".join(
+    f"*{s}" for s in [*TEXT_SUFFIXES, *OTHER_SUFFIXES] + [f"{s}.gz" for s in TEXT_SUFFIXES]
+)
+
+
+def kind_of(path: Path) -> str | None:
+    """What ``path`` is to import as (``csv``, ``json``, ``jsonl``, ``excel``, ``parquet``,
+    ``duckdb``, ``folder``), or None for a SQLite database or a file of no known kind."""
+    if path.is_dir():
+        return "folder"
+    suffixes = [s.lower() for s in path.suffixes[-2:]]
+    if not suffixes:
+        return None
+    if suffixes[-1] == ".gz":
+        return TEXT_SUFFIXES.get(suffixes[0]) if len(suffixes) == 2 else None
+    last = suffixes[-1]
+    if last in TEXT_SUFFIXES:
+        return TEXT_SUFFIXES[last]
+    if last in OTHER_SUFFIXES:
+        return OTHER_SUFFIXES[last]
+    if _is_duckdb(path):
+        return "duckdb"  # a DuckDB database named .db: its magic is at offset 8
+    return None
+
+
+def _is_duckdb(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
+
+
+@dataclass
+class TableSummary:
+    name: str
+    source: str
+    rows: int
+    columns: int
+
+
+@dataclass
+class ImportResult:
+    """What an import made: the database, where it came from, and what a person should know."""
+
+    db_path: Path
+    source: Path
+    summary: str
+    tables: list[TableSummary] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    foreign_keys: list[str] = field(default_factory=list)
+    reused: bool = False
+
+    def details(self) -> str:
+        """Several lines for the tab's details: the summary, the tables, the keys, the notes."""
+        lines = [self.summary, f"Imported copy: {self.db_path}"]
+        lines += [f"• {t.name}: {t.rows:,} rows × {t.columns} columns (from {t.source})" for t in self.tables]
+        if self.foreign_keys:
+            lines.append("Foreign keys inferred:")
+            lines += [f"• {fk}" for fk in self.foreign_keys]
+        lines += [f"Note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def resolve_database(
+    path: Path,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[Path, ImportResult | None]:
+    """The SQLite file to open for ``path``: ``path`` itself for a database, else its import."""
+    path = Path(path).expanduser()
+    if kind_of(path) is None:
+        return path, None
+    result = import_source(path, progress=progress, cancel=cancel)
+    return result.db_path, result
+
+
+def _members(source: Path) -> list[Path]:
+    if source.is_dir():
+        return sorted(p for p in source.iterdir() if p.is_file() and kind_of(p) is not None)
+    members = [source]
+    wal = source.with_name(source.name + ".wal")
+    if kind_of(source) == "duckdb" and wal.exists():
+        members.append(wal)
+    return members
+
+
+def _stat(paths: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        st = p.stat()
+        out.append({"name": p.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+    return out
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def cache_folder(source: Path) -> Path:
+    """The cache folder of ``source``'s import (named after its resolved path)."""
+    from sqale_desktop.core.paths import cache_dir
+
+    key = hashlib.sha256(str(source.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return cache_dir() / "imports" / key
+
+
+def import_source(
+    source: Path,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> ImportResult:
+    """Import ``source`` into the cache, or reuse the import made while it was as it is now."""
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise ImportFailed(f"{source} does not exist.")
+    kind = kind_of(source)
+    if kind is None:
+        raise ImportFailed(f"{source.name} is not a kind of file that can be imported.")
+    folder = cache_folder(source)
+    db_path = folder / (source.name + ".sqlite")
+    members = _members(source)
+    if kind == "folder" and not members:
+        raise ImportFailed(f"The folder {source.name} holds no CSV, TSV, JSON, Excel, Parquet or DuckDB file.")
+    try:
+        stats = _stat(members)
+    except FileNotFoundError as exc:
+        raise ImportFailed(f"{source.name} disappeared before it could be imported.") from exc
+    manifest = _load_manifest(folder / "manifest.json")
+    why_again = None
+    if manifest is not None and db_path.is_file() and manifest.get("source") == str(source.resolve()):
+        old = manifest.get("members", [])
+        if [{k: m[k] for k in ("name", "size", "mtime_ns")} for m in old] == stats:
+            hashes = [_sha256(p) for p in members]
+            if [m.get("sha256") for m in old] == hashes:
+                return _result_from(manifest, db_path, reused=True)
+            why_again = f"{source.name} changed since it was imported (same size and time, new content)"
+        else:
+            why_again = f"{source.name} changed since it was imported"
+    for entry, p in zip(stats, members, strict=True):
+        entry["sha256"] = _sha256(p)
+    result = _build(source, kind, members, folder, db_path, progress, cancel)
+    try:
+        after = _stat(members)
+    except FileNotFoundError as exc:
+        shutil.rmtree(folder / ".building", ignore_errors=True)
+        raise ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.") from exc
+    if after != [{k: m[k] for k in ("name", "size", "mtime_ns")} for m in stats]:
+        raise ImportFailed(f"{source.name} changed while it was being imported; open it again.")
+    if why_again:
+        result.notes.insert(0, why_again + ": imported again")
+    _commit(folder, db_path, result, stats, source)
+    return result
+
+
+def _load_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == MANIFEST_VERSION else None
+
+
+def _result_from(manifest: dict[str, Any], db_path: Path, reused: bool) -> ImportResult:
+    return ImportResult(
+        db_path,
+        Path(manifest["source"]),
+        manifest["summary"],
+        [TableSummary(**t) for t in manifest["tables"]],
+        list(manifest["notes"]),
+        list(manifest["foreign_keys"]),
+        reused=reused,
+    )
+
+
+def _commit(folder: Path, db_path: Path, result: ImportResult, stats: list[dict[str, Any]], source: Path) -> None:
+    """Move the finished file into place, then the manifest that vouches for it (both renames)."""
+    building = folder / ".building" / db_path.name
+    with contextlib.suppress(FileNotFoundError):
+        (folder / "manifest.json").unlink()  # the old file is no longer vouched for
+    os.replace(building, db_path)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "source": str(source.resolve()),
+        "members": stats,
+        "summary": result.summary,
+        "tables": [asdict(t) for t in result.tables],
+        "notes": result.notes,
+        "foreign_keys": result.foreign_keys,
+    }
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".manifest-")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, ensure_ascii=False, indent=1)
+    os.replace(tmp, folder / "manifest.json")
+    shutil.rmtree(folder / ".building", ignore_errors=True)
+
+
+def _build(
+    source: Path,
+    kind: str,
+    members: list[Path],
+    folder: Path,
+    db_path: Path,
+    progress: ProgressFn | None,
+    cancel: threading.Event | None,
+) -> ImportResult:
+    from sqale_desktop.core.imports import builder as builder_mod
+    from sqale_desktop.core.imports import foreign_keys
+
+    building = folder / ".building"
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True, exist_ok=True)
+    target = building / db_path.name
+    meter = Meter(sum(p.stat().st_size for p in members), progress, cancel)
+    conn = builder_mod.open_build(target)
+    build = builder_mod.Builder(conn)
+    notes: list[str] = []
+    try:
+        files = [m for m in members if not m.name.endswith(".wal")]
+        for member in files:
+            _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=kind == "folder")
+        if kind in ("folder", "excel"):
+            foreign_keys.infer(build)
+        _resolve_declared_keys(build)
+        meter.check()
+        build.finish()
+    except BaseException as exc:
+        conn.close()
+        shutil.rmtree(building, ignore_errors=True)
+        if isinstance(exc, ImportFailed | KeyboardInterrupt):
+            raise
+        full = builder_mod.disk_error(exc, folder)
+        if full is not None:
+            raise full from exc
+        if isinstance(exc, FileNotFoundError):
+            raise ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.") from exc
+        if isinstance(exc, sqlite3.Error | OSError):
+            raise ImportFailed(f"{source.name} could not be imported: {exc}") from exc
+        raise
+    conn.close()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(str(target) + ".stage")
+    tables = [TableSummary(t.name, t.source, t.rows, len(t.columns)) for t in build.staged]
+    for t in build.staged:
+        notes += [f"{t.name}: {n}" for n in t.notes]
+    fks = [f"{t.name}.{c} → {rt}.{rc}: {why}" for t in build.staged for c, rt, rc, why in t.foreign_keys]
+    return ImportResult(db_path, source, _summary(source, kind, build.staged, files), tables, notes, fks)
+
+
+def _resolve_declared_keys(build: Any) -> None:
+    """Keys a DuckDB file declared name its own tables: point them at the imported names."""
+    by_label = {t.source.split(" ⟶ ")[-1]: t.name for t in build.staged}
+    names = {t.name for t in build.staged}
+    for table in build.staged:
+        kept = []
+        for column, ref_table, ref_column, why in table.foreign_keys:
+            target = ref_table if ref_table in names else by_label.get(ref_table)
+            if target is not None:
+                kept.append((column, target, ref_column, why))
+        table.foreign_keys = kept
+
+
+def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str], in_folder: bool) -> None:
+    from sqale_desktop.core.imports import excel, json_source, text, typed
+
+    meter.start_file(path.name)
+    stem = path.name.split(".")[0] if path.name.split(".")[0] else path.stem
+    if kind == "csv":
+        try:
+            build.stage_text(text.read_csv(path, meter, stem), path.name)
+        except UnicodeDecodeError:
+            table = text.read_csv(path, meter, stem, encoding="latin-1")
+            table.notes.append("not in one consistent encoding: read as Latin-1, every byte kept")
+            build.stage_text(table, path.name)
+    elif kind == "json":
+        for table in json_source.read_json(path, meter, stem):
+            build.stage_text(table, path.name)
+    elif kind == "jsonl":
+        build.stage_text(json_source.read_json_lines(path, meter, stem), path.name)
+    elif kind == "excel":
+        for table in excel.read_workbook(path, meter, stem if in_folder else None):
+            build.stage_text(table, f"{path.name} ⟶ sheet {table.name}")
+    elif kind == "parquet":
+        build.stage_typed(typed.read_parquet(path, meter, stem), path.name)
+    elif kind == "duckdb":
+        with typed.open_duckdb(path, meter, path.name) as tables:
+            for table in tables:
+                build.stage_typed(table, f"{path.name} ⟶ {table.name}")
+    else:
+        notes.append(f"{path.name} not imported: not a supported kind of file")
+
+
+def _summary(source: Path, kind: str, staged: list[Any], files: list[Path]) -> str:
+    def plural(n: int, word: str) -> str:
+        return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+    if kind == "folder":
+        return f"{source.name}/ — {plural(len(files), 'file')} imported as {plural(len(staged), 'table')}"
+    if kind == "excel":
+        return f"{source.name} — {plural(len(staged), 'sheet')} imported as tables"
+    if kind == "duckdb":
+        return f"{source.name} — {plural(len(staged), 'table')} imported from DuckDB"
+    if len(staged) == 1:
+        return f"{source.name} — imported as table {staged[0].name} ({plural(staged[0].rows, 'row')})"
+    return f"{source.name} — imported as {plural(len(staged), 'table')}"

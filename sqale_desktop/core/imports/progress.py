@@ -1,0 +1,116 @@
+"""How far an import is, how fast it goes, and the errors it can end with.
+
+The window's worker and the CLI receive the same :class:`ImportProgress` (rows, bytes, MB/s, an
+estimate of the time left) through one callback; both stop an import by setting a
+``threading.Event`` that the import checks between batches (the style's cancellation rule).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.units import format_bytes
+
+ProgressFn = Callable[["ImportProgress"], None]
+
+
+class ImportFailed(KnownError):
+    """A source that cannot be imported; the message says which file and why."""
+
+
+class ImportCancelled(ImportFailed):
+    """The import was stopped (Stop, Ctrl+C); nothing of it is kept."""
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """One report: ``rows`` imported so far of ``source``, ``bytes_done`` of ``bytes_total`` read."""
+
+    source: str
+    rows: int
+    bytes_done: int
+    bytes_total: int
+    elapsed_s: float
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes_done / 1e6 / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the speed so far; None before anything was read."""
+        if self.bytes_done <= 0 or self.bytes_total <= 0 or self.elapsed_s <= 0:
+            return None
+        return max(0.0, (self.bytes_total - self.bytes_done) * self.elapsed_s / self.bytes_done)
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total > 0 else 0.0
+
+    def line(self) -> str:
+        """``sales.csv: 120,000 rows, 12 MB of 40 MB (60 MB/s, about 1 s left)``"""
+        text = f"Importing {self.source}: {self.rows:,} rows"
+        if self.bytes_total > 0:
+            text += f", {format_bytes(self.bytes_done)} of {format_bytes(self.bytes_total)}"
+        if self.elapsed_s > 0.5:
+            text += f" ({self.mb_per_s:.0f} MB/s"
+            eta = self.eta_s
+            text += f", about {eta:.0f} s left)" if eta is not None else ")"
+        return text
+
+
+class Meter:
+    """Counts rows and bytes for one import, reports at most every ``interval_s`` and raises
+    :class:`ImportCancelled` once ``cancel`` is set (checked on every count)."""
+
+    def __init__(
+        self,
+        total_bytes: int,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+        interval_s: float = 0.1,
+    ) -> None:
+        self.total_bytes = total_bytes
+        self.rows = 0
+        self.source = ""
+        self._done_before = 0  # bytes of the files already imported (a folder)
+        self._bytes = 0
+        self._progress = progress
+        self._cancel = cancel
+        self._interval = interval_s
+        self._start = time.monotonic()
+        self._last = 0.0
+
+    def start_file(self, name: str) -> None:
+        self._done_before += self._bytes
+        self._bytes = 0
+        self.source = name
+        self.check()
+
+    def count(self, rows: int, bytes_read: int | None = None) -> None:
+        """``rows`` more rows imported; ``bytes_read`` of the current file read so far."""
+        self.rows += rows
+        if bytes_read is not None:
+            self._bytes = bytes_read
+        self.check()
+        now = time.monotonic()
+        if self._progress is not None and now - self._last >= self._interval:
+            self._last = now
+            self._progress(self.snapshot())
+
+    def check(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise ImportCancelled(f"Import of {self.source or 'the file'} stopped; nothing was kept.")
+
+    def snapshot(self) -> ImportProgress:
+        return ImportProgress(
+            self.source,
+            self.rows,
+            self._done_before + self._bytes,
+            self.total_bytes,
+            time.monotonic() - self._start,
+        )

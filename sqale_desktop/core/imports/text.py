@@ -1,0 +1,298 @@
+"""CSV, TSV and text files, plain or gzipped: encoding, delimiter and header found from the bytes.
+
+The standard library's ``csv`` reader does the parsing: it is in C, it follows RFC 4180 quoting
+(quoted commas, doubled quotes, line breaks inside quotes) and, on a file opened with
+``newline=''``, it accepts LF, CRLF and old-Mac CR-only line ends alike.  Its ``Sniffer`` guesses
+badly on real exports (a ``;`` file whose decimal commas outnumber the separators), so the
+delimiter is the candidate that splits the first lines into the same number of fields most often.
+
+Encodings: a BOM decides (UTF-8, UTF-16, UTF-32); UTF-16 without one shows as NULs in every other
+byte; otherwise UTF-8 is tried, and a file that is not UTF-8 is given to ``charset-normalizer``
+(imported only then), falling back to cp1252, the usual codec of spreadsheet exports; a file with
+bytes that codec does not define is read as Latin-1, which maps every byte.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from sqale_desktop.core.imports.progress import ImportFailed, Meter
+
+SAMPLE_BYTES = 256 * 1024
+BATCH_ROWS = 20_000
+DELIMITERS = (",", ";", "\t", "|")
+# Magic numbers of binary formats someone may name .csv (the first bytes of the file).
+_MAGIC = {
+    b"PK\x03\x04": "a ZIP archive (an Excel workbook?)",
+    b"SQLite format 3\x00": "a SQLite database",
+    b"PAR1": "a Parquet file",
+    b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1": "an OLE2 file (an old .xls or an encrypted workbook)",
+    b"%PDF": "a PDF document",
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"\x1f\x8b": "a gzip archive",
+}
+
+# Codecs of scripts other than Latin, where charset-normalizer's guess is taken (codecs' names).
+_OTHER_SCRIPTS = frozenset(
+    {"cp1251", "koi8-r", "koi8-u", "iso8859-5", "mac-cyrillic", "cp866", "cp1253", "iso8859-7", "cp1255",
+     "iso8859-8", "cp1256", "iso8859-6", "cp874", "tis-620", "shift_jis", "cp932", "euc_jp", "gb2312", "gbk",
+     "gb18030", "big5", "cp950", "euc_kr", "cp949", "johab", "cp1258"}
+)
+csv.field_size_limit(2**31 - 1)  # a long JSON or text cell is data, not an attack on us
+
+
+@dataclass
+class TextTable:
+    """A table of text cells: ``headers`` may grow while ``batches`` runs (a row longer than the
+    header, a JSON key first seen late); each batch's rows are lists of cells, None for missing."""
+
+    name: str
+    headers: list[str]
+    batches: Iterator[list[list[str | None]]]
+    decimal_comma: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class _Counting(io.RawIOBase):
+    """Counts the bytes read from the file on disk (before decompression), for the progress bar."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = self._raw.readinto(buffer)  # type: ignore[attr-defined]
+        self.count += n or 0
+        return n or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def open_bytes(path: Path) -> tuple[IO[bytes], _Counting]:
+    """The file's (decompressed) bytes, and the counter of bytes read from disk."""
+    counter = _Counting(open(path, "rb"))  # noqa: SIM115 - closed by the caller through the stream
+    buffered = io.BufferedReader(counter, buffer_size=1024 * 1024)
+    if path.suffix.lower() == ".gz":
+        return gzip.GzipFile(fileobj=buffered, mode="rb"), counter
+    return buffered, counter
+
+
+def read_sample(path: Path) -> bytes:
+    stream, _ = open_bytes(path)
+    try:
+        return stream.read(SAMPLE_BYTES)
+    except (OSError, EOFError) as exc:
+        raise ImportFailed(f"{path.name} cannot be read: {exc}") from exc
+    finally:
+        stream.close()
+
+
+def refuse_binary(sample: bytes, name: str) -> None:
+    """Raise for a file that is not text at all, whatever its name says."""
+    for magic, what in _MAGIC.items():
+        if sample.startswith(magic):
+            raise ImportFailed(f"{name} is not a text file: it is {what}.")
+    if sample[8:12] == b"DUCK":
+        raise ImportFailed(f"{name} is not a text file: it is a DuckDB database.")
+    if _utf16_bom_or_pattern(sample) is not None:
+        return
+    controls = sum(1 for b in sample[:4096] if b < 9 or 13 < b < 32 or b == 127)
+    if len(sample) >= 64 and controls > len(sample[:4096]) * 0.1:
+        raise ImportFailed(f"{name} is not a text file (it holds binary data).")
+
+
+def _utf16_bom_or_pattern(sample: bytes) -> str | None:
+    if sample.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-32"
+    if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    head = sample[:2000]
+    if len(head) >= 8:
+        if head[1::2].count(0) > len(head) * 0.4 and head[0::2].count(0) == 0:
+            return "utf-16-le"
+        if head[0::2].count(0) > len(head) * 0.4 and head[1::2].count(0) == 0:
+            return "utf-16-be"
+    return None
+
+
+def detect_encoding(sample: bytes) -> str:
+    """The codec to read a file whose first bytes are ``sample`` (see the module's docstring)."""
+    if sample.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    wide = _utf16_bom_or_pattern(sample)
+    if wide is not None:
+        return wide
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes  # only for the files that are not UTF-8
+
+    best = from_bytes(sample).best()
+    guess = codecs.lookup(best.encoding).name if best is not None else "cp1252"
+    if len(sample) < 4096 or guess not in _OTHER_SCRIPTS:
+        # The detector is trusted for the scripts cp1252 cannot write; between the Latin code pages
+        # it guesses from letter frequencies, and spreadsheet exports are overwhelmingly cp1252.
+        guess = "cp1252"
+    try:
+        sample.decode(guess)
+    except UnicodeDecodeError:
+        return "latin-1"
+    return guess
+
+
+def sniff_delimiter(text: str, suffix: str) -> str:
+    """The delimiter that cuts the sample's lines into the same number (>1) of fields most often."""
+    if suffix in (".tsv", ".tab"):
+        return "\t"
+    lines = text.splitlines(keepends=True)
+    if len(lines) > 1:
+        lines = lines[:-1]  # the sample's last line may be cut in the middle
+    head = "".join(lines[:200])
+    best, best_score = ",", -1.0
+    for delimiter in DELIMITERS:
+        try:
+            counts = [len(r) for r in csv.reader(io.StringIO(head, newline=""), delimiter=delimiter) if r]
+        except csv.Error:
+            continue
+        if not counts:
+            continue
+        common = max(set(counts), key=counts.count)
+        if common < 2:
+            continue
+        score = counts.count(common) / len(counts) + min(common, 50) / 1000
+        if score > best_score + 1e-9:
+            best, best_score = delimiter, score
+    return best
+
+
+def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -> TextTable:
+    """The table in the delimited text file ``path``; raises :class:`ImportFailed` for a file
+    with no header, or that is not text."""
+    sample = read_sample(path)
+    if not sample.strip():
+        raise ImportFailed(f"{path.name} is empty: there is no header and no row to import.")
+    refuse_binary(sample, path.name)
+    codec = encoding or detect_encoding(sample)
+    text_sample = sample.decode(codec, errors="replace")
+    suffix = _inner_suffix(path)
+    delimiter = sniff_delimiter(text_sample, suffix)
+    stream, counter = open_bytes(path)
+    text = io.TextIOWrapper(stream, encoding=codec, newline="", errors="strict")
+    reader = csv.reader(text, delimiter=delimiter)
+    notes = [] if codec in ("utf-8", "utf-8-sig") else [f"read as {codec}"]
+    try:
+        first = _leading_rows(reader)
+    except csv.Error as exc:
+        text.close()
+        raise ImportFailed(f"{path.name} line {reader.line_num}: {exc}") from exc
+    skipped, header, rest = split_header(first)
+    if header is None:
+        text.close()
+        raise ImportFailed(f"{path.name} is empty: there is no header and no row to import.")
+    if skipped:
+        notes.append(f"{len(skipped)} line(s) above the header skipped: " + " / ".join(
+            " ".join(c for c in row if c)[:80] for row in skipped))
+    headers = list(header)
+    table = TextTable(name, headers, iter(()), decimal_comma=delimiter == ";", notes=notes)
+    table.batches = _batches(rest, reader, text, counter, meter, path.name, table)
+    if delimiter != ",":
+        notes.append("separated by " + {"\t": "tabs", ";": "semicolons", "|": "bars"}[delimiter])
+    return table
+
+
+def _inner_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _leading_rows(reader: Iterator[list[str]], n: int = 20) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for row in reader:
+        rows.append(row)
+        if len(rows) >= n:
+            break
+    return rows
+
+
+def split_header(rows: list[list[str]]) -> tuple[list[list[str]], list[str] | None, list[list[str]]]:
+    """(rows above the header, the header, the data rows among ``rows``).
+
+    Exports from portals put a blank line or a title above the header (data.gov's ``,,,,`` then
+    ``Number of Beneficiaries…,,,``): a leading row is skipped when it has fewer than half as many
+    filled cells as the fullest of the first rows.
+    """
+    filled = [sum(1 for c in r if c.strip()) for r in rows]
+    if not any(filled):
+        return [], None, []
+    most = max(filled)
+    for index, count in enumerate(filled):
+        if count and count * 2 >= most:
+            return rows[:index], rows[index], rows[index + 1 :]
+    return [], None, []
+
+
+def _batches(
+    first: list[list[str]],
+    reader: Iterator[list[str]],
+    text: IO[str],
+    counter: _Counting,
+    meter: Meter,
+    file_name: str,
+    table: TextTable,
+) -> Iterator[list[list[str | None]]]:
+    long_rows = 0
+    try:
+        pending: list[list[str]] = list(first)
+        width = len(table.headers)
+        while True:
+            for row in reader:
+                pending.append(row)
+                if len(pending) >= BATCH_ROWS:
+                    break
+            if not pending:
+                break
+            batch: list[list[str | None]] = []
+            for row in pending:
+                if not row:
+                    continue  # a blank line
+                if len(row) > width:
+                    long_rows += 1
+                    table.headers.extend("" for _ in range(len(row) - width))
+                    width = len(row)
+                batch.append(row)  # type: ignore[arg-type]  # list is invariant; str fits str | None
+            pending = []
+            yield batch
+            meter.count(len(batch), counter.count)
+    except csv.Error as exc:
+        raise ImportFailed(f"{file_name} line {getattr(reader, 'line_num', '?')}: {exc}") from exc
+    finally:
+        text.close()
+    if long_rows:
+        table.notes.append(
+            f"{long_rows:,} row(s) had more fields than the header: the extra fields are in the last columns"
+        )
+
+
+def file_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

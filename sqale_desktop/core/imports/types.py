@@ -1,0 +1,118 @@
+"""Which type a column of text cells has, decided over every cell, and the SQL that converts it.
+
+A column is INTEGER, REAL, BOOLEAN, DATE, DATETIME or TIME only when every non-empty cell has that
+form; one cell that does not makes the column TEXT, and text keeps the cell exactly as it was
+written.  So ZIP codes and IDs with a leading zero (``01``, ``007``) are never numbers, integers
+too large for SQLite's 64 bits stay exact as text, and dates stay ISO-8601 text (the form the SQaLe
+training schemas use), declared DATE/DATETIME/TIME so the model knows what they hold.
+
+Checking each cell in Python would cost more than the whole rest of an import, so a batch of one
+column is joined with line breaks and matched by one compiled pattern (``(?:X)(?:\\n(?:X))*``), in C.
+A cell with a line break in it is text anyway, and it is caught by counting the breaks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+INTEGER = "INTEGER"
+REAL = "REAL"
+BOOLEAN = "BOOLEAN"
+DATE = "DATE"
+DATETIME = "DATETIME"
+TIME = "TIME"
+TEXT = "TEXT"
+
+_INT = r"-?(?:0|[1-9][0-9]{0,18})"
+_EXP = r"(?:[eE][-+]?[0-9]{1,3})"
+# An integer part of at most 15 digits without a fraction: longer integers are exact only as text.
+_REAL = rf"-?(?:(?:0|[1-9][0-9]{{0,14}})|(?:0|[1-9][0-9]*)\.[0-9]*|\.[0-9]+){_EXP}?"
+_REAL_COMMA = r"-?(?:(?:0|[1-9][0-9]{0,14})|(?:0|[1-9][0-9]*),[0-9]*|,[0-9]+)"
+_BOOL = r"(?i:true|false)"
+_DATE = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?"
+_DATETIME = rf"{_DATE}(?:[T ]{_CLOCK}(?:Z|[+-][0-9]{{2}}:?[0-9]{{2}})?)?"
+
+
+def _lines(atom: str) -> re.Pattern[str]:
+    return re.compile(rf"(?:{atom})(?:\n(?:{atom}))*")
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {
+    INTEGER: _lines(_INT),
+    REAL: _lines(_REAL),
+    BOOLEAN: _lines(_BOOL),
+    DATE: _lines(_DATE),
+    DATETIME: _lines(_DATETIME),
+    TIME: _lines(_CLOCK),
+}
+_REAL_COMMA_PATTERN = _lines(_REAL_COMMA)
+_NINETEEN_DIGITS = re.compile(r"(?m)^-?[0-9]{19}$")
+_INT64_MAX = 2**63 - 1
+
+
+class ColumnGuess:
+    """The type one column can still have, narrowed batch by batch.
+
+    ``decimal_comma``: the file is ``;``-separated, where ``3,25`` is a number (European exports);
+    then REAL accepts the comma and the conversion turns it into a point.
+    """
+
+    def __init__(self, decimal_comma: bool = False) -> None:
+        self.decimal_comma = decimal_comma
+        self.candidates = [INTEGER, REAL, BOOLEAN, DATE, DATETIME, TIME]
+        self.seen_value = False
+        self.comma_seen = False
+
+    def update(self, cells: Sequence[str | None]) -> None:
+        if not self.candidates:
+            return
+        values = [c for c in cells if c]
+        if not values:
+            return
+        self.seen_value = True
+        joined = "\n".join(values)
+        if joined.count("\n") != len(values) - 1:  # a cell with a line break in it
+            self.candidates = []
+            return
+        kept = []
+        for kind in self.candidates:
+            if kind == REAL and self.decimal_comma and "," in joined:
+                if "." not in joined and _REAL_COMMA_PATTERN.fullmatch(joined):
+                    self.comma_seen = True
+                    kept.append(kind)
+                continue
+            if kind == REAL and self.comma_seen:
+                continue  # a column cannot use both the comma and the point
+            if _PATTERNS[kind].fullmatch(joined) is None:
+                continue
+            if kind == INTEGER and not _fits_int64(joined):
+                continue
+            kept.append(kind)
+        self.candidates = kept
+
+    def result(self) -> str:
+        """The declared type: the narrowest one every cell fits, TEXT when none or no value."""
+        if not self.seen_value or not self.candidates:
+            return TEXT
+        return self.candidates[0]
+
+
+def _fits_int64(joined: str) -> bool:
+    return all(abs(int(m.group())) <= _INT64_MAX for m in _NINETEEN_DIGITS.finditer(joined))
+
+
+def convert_sql(column: str, kind: str, comma: bool) -> str:
+    """The SQL expression that turns the staged text ``column`` (quoted) into a ``kind`` value.
+
+    Empty cells are NULL whatever the type.
+    """
+    cell = f"NULLIF({column}, '')"
+    if kind == INTEGER:
+        return f"CAST({cell} AS INTEGER)"
+    if kind == REAL:
+        return f"CAST(replace({cell}, ',', '.') AS REAL)" if comma else f"CAST({cell} AS REAL)"
+    if kind == BOOLEAN:
+        return f"CASE lower({column}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END"
+    return cell
