@@ -159,7 +159,9 @@ def run_ask(args: argparse.Namespace) -> int:
     from sqale_desktop.core.db import DatabaseError
 
     try:
-        db = runtime.open_database(Path(args.db))
+        from sqale_desktop.commands.db_commands import resolve_db
+
+        db = runtime.open_database(resolve_db(args.db))
     except DatabaseError as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED

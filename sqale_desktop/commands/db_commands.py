@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -81,7 +82,7 @@ def run_tool(args: argparse.Namespace) -> int:
         print("sqale-desktop tool: JSON_ARGS must be a JSON object", file=sys.stderr)
         return EXIT_USAGE
     try:
-        db = open_readonly(args.db)
+        db = open_readonly(resolve_db(args.db))
     except DatabaseError as exc:
         print(f"sqale-desktop tool: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -95,7 +96,7 @@ def run_tool(args: argparse.Namespace) -> int:
 
 def run_query(args: argparse.Namespace) -> int:
     try:
-        with open_readonly(args.db, time_limit_s=args.timeout) as db:
+        with open_readonly(resolve_db(args.db), time_limit_s=args.timeout) as db:
             for note in db.notes:
                 print(f"note: {note}", file=sys.stderr)
             result = db.execute(args.sql, max_rows=args.max_rows)
@@ -184,3 +185,32 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+def resolve_db(path: str | Path) -> Path:
+    """The SQLite file for ``path``: itself, or the import of a CSV, Excel, Parquet… file or folder.
+
+    The import's progress goes to a terminal's stderr on one line; Ctrl+C stops it (nothing is
+    kept) and the CLI ends as for any interrupted command.  Its summary and notes go to stderr as
+    ``note:`` lines, like the database's own notes.
+    """
+    from sqale_desktop.core.imports import ImportProgress, kind_of, resolve_database
+
+    source = Path(path).expanduser()
+    if kind_of(source) is None:
+        return source
+    live = sys.stderr.isatty()
+
+    def show(progress: ImportProgress) -> None:
+        if live:
+            print("\r" + progress.line().ljust(100)[:120], end="", file=sys.stderr, flush=True)
+
+    db_path, result = resolve_database(source, progress=show)
+    if live:
+        print("\r" + " " * 120 + "\r", end="", file=sys.stderr, flush=True)
+    if result is not None:
+        print(f"note: {result.summary}" + (" (imported before, unchanged)" if result.reused else ""),
+              file=sys.stderr)
+        for line in result.notes + [f"foreign key {fk}" for fk in result.foreign_keys]:
+            print(f"note: {line}", file=sys.stderr)
+    return db_path

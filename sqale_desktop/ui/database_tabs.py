@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMenu, QTabWidget, QWidget
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
+from sqale_desktop.core.imports import ImportResult, resolve_database
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -63,6 +64,9 @@ class DatabaseTabs(QObject):
         self._settings = settings
         self._save_settings = save_settings
         self._opening: dict[Path, JobContext] = {}
+        # An imported page's source (a CSV, a workbook, a folder): its tab, the recent list and
+        # the restored tabs name the source, not the copy in the cache.
+        self._sources: dict[DatabasePage, ImportResult] = {}
         self._closed = False
         self.recent_menu = QMenu("Open &Recent", window)
         tabs.tabCloseRequested.connect(self.close_tab)
@@ -81,8 +85,10 @@ class DatabaseTabs(QObject):
         for page in self.pages():
             i = self._tabs.indexOf(page)
             busy = page is running
-            self._tabs.setTabText(i, ("● " if busy else "") + page.db.name)
-            self._tabs.setTabToolTip(i, str(page.path) + ("\nThe agent is working here." if busy else ""))
+            imported = self._sources.get(page)
+            self._tabs.setTabText(i, ("● " if busy else "") + (imported.source.name if imported else page.db.name))
+            tip = imported.details() if imported else str(page.path)
+            self._tabs.setTabToolTip(i, tip + ("\nThe agent is working here." if busy else ""))
             if running is not None and not busy:
                 reason = (
                     f"Ask waits: the agent is answering in {running.db.name} (tab {index + 1}). "
@@ -116,17 +122,20 @@ class DatabaseTabs(QObject):
         """Open ``path`` on the pool; a database already open is brought to the front."""
         path = Path(path).expanduser()
         for index, page in enumerate(self.pages()):
-            if _same_file(page.path, path):
+            if _same_file(self.source_of(page), path):
                 self._tabs.setCurrentIndex(index)
                 return
         if path in self._opening:
             return
         time_limit = self._settings().query_time_limit_s
 
-        def job(_ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema]:
-            db = open_readonly(path, time_limit_s=time_limit)
+        def job(ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema, ImportResult | None]:
+            # A CSV, workbook, Parquet/DuckDB file or folder is imported into the cache first
+            # (reused when unchanged); its progress goes to the status bar, Stop is ctx.cancel.
+            db_path, imported = resolve_database(path, progress=ctx.progress, cancel=ctx.cancel)
+            db = open_readonly(db_path, time_limit_s=time_limit)
             try:
-                return db, cached_schema(db)  # the tools reuse it: read a large schema once
+                return db, cached_schema(db), imported  # the tools reuse it: read a large schema once
             except BaseException:
                 db.close()
                 raise
@@ -136,17 +145,30 @@ class DatabaseTabs(QObject):
             job,
             finished=lambda result: self._opened(path, *result),
             failed=lambda exc: self._open_failed(path, exc),
+            progress=lambda p: self.message.emit(p.line()),
         )
 
-    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema) -> None:
+    def stop_opening(self) -> None:
+        """Stop the imports and opens under way (Stop while a large file imports)."""
+        for context in list(self._opening.values()):
+            context.request_cancel()
+
+    def source_of(self, page: DatabasePage) -> Path:
+        """The file or folder the user opened for ``page`` (an import's source, or the database)."""
+        imported = self._sources.get(page)
+        return imported.source if imported is not None else page.path
+
+    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema, imported: ImportResult | None = None) -> None:
         self._opening.pop(path, None)
         if self._closed:
             db.close()
             return
         page = DatabasePage(db, schema, self._pool, self._window)
+        if imported is not None:
+            self._sources[page] = imported
         self.page_created.emit(page)
-        index = self._tabs.addTab(page, db.name)
-        self._tabs.setTabToolTip(index, str(db.path))
+        index = self._tabs.addTab(page, imported.source.name if imported else db.name)
+        self._tabs.setTabToolTip(index, imported.details() if imported else str(db.path))
         self._tabs.setCurrentIndex(index)
         self._tabs.show()
         self._empty.hide()
@@ -154,6 +176,8 @@ class DatabaseTabs(QObject):
         self._remember_open_tabs()
         self.refresh_recent_menu()
         self.opened.emit(page, schema)
+        if imported is not None:
+            self.message.emit(imported.summary + (" (imported before, unchanged)" if imported.reused else ""))
 
     def _open_failed(self, path: Path, exc: BaseException) -> None:
         self._opening.pop(path, None)
@@ -191,6 +215,7 @@ class DatabaseTabs(QObject):
         page.close_database()
         self._tabs.removeTab(index)
         self._remember_open_tabs()
+        self._sources.pop(page, None)
         page.setParent(None)
         self._release_when_idle(page)
         if self._tabs.count() == 0:
@@ -203,6 +228,7 @@ class DatabaseTabs(QObject):
         The tabs stay listed in the settings: they are to come back next time.
         """
         self._closed = True
+        self.stop_opening()
         for page in self.pages():
             page.close_database()
 
@@ -222,7 +248,7 @@ class DatabaseTabs(QObject):
     def _remember_open_tabs(self) -> None:
         if self._closed:
             return  # closing the window closes tabs; they are to come back next time
-        self._settings().open_databases = [str(page.path) for page in self.pages()]
+        self._settings().open_databases = [str(self.source_of(page)) for page in self.pages()]
         self._save_settings()
 
 

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
+from sqale_desktop.core.imports import DIALOG_PATTERNS
 from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
@@ -222,7 +223,9 @@ class MainWindow(QMainWindow):
             self,
             "Open SQLite database",
             "",
-            "SQLite databases (*.sqlite *.sqlite3 *.db *.db3 *.anki2);;All files (*)",
+            "Databases and data files (*.sqlite *.sqlite3 *.db *.db3 *.anki2 " + DIALOG_PATTERNS + ");;"
+            "SQLite databases (*.sqlite *.sqlite3 *.db *.db3 *.anki2);;"
+            "Data files: CSV, TSV, JSON, Excel, Parquet, DuckDB (" + DIALOG_PATTERNS + ");;All files (*)",
         )
         if name:
             self.open_database(Path(name))

@@ -11,6 +11,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SQLITE_TYPES = {"application/vnd.sqlite3", "application/x-sqlite3"}  # shared-mime-info's names
+# The data files the app imports as databases (issue 24): CSV, TSV, JSON, JSON Lines, workbooks,
+# Parquet (the last two types are declared by packaging/linux/sqale-desktop-mime.xml).
+DATA_TYPES = {
+    "text/csv", "text/tab-separated-values", "application/json", "application/x-ndjson", "application/jsonl",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.ms-excel.sheet.macroEnabled.12", "application/vnd.oasis.opendocument.spreadsheet",
+    "application/vnd.apache.parquet", "application/x-duckdb",
+}
 
 
 def test_the_desktop_entry_opens_several_files_of_the_sqlite_types() -> None:
@@ -20,16 +28,20 @@ def test_the_desktop_entry_opens_several_files_of_the_sqlite_types() -> None:
     section = entry["Desktop Entry"]
     assert section["Exec"] == "sqale-desktop %F"  # %F: several files; %f would drop all but one
     assert section["TryExec"] == "sqale-desktop"
-    assert set(filter(None, section["MimeType"].split(";"))) == SQLITE_TYPES
+    assert set(filter(None, section["MimeType"].split(";"))) == SQLITE_TYPES | DATA_TYPES
     assert section["Icon"] == "sqale-desktop"
 
 
 def test_the_mime_package_adds_globs_to_the_sqlite_type() -> None:
     ns = {"m": "http://www.freedesktop.org/standards/shared-mime-info"}
     root = ET.parse(REPO / "packaging" / "linux" / "sqale-desktop-mime.xml").getroot()
-    (mime,) = root.findall("m:mime-type", ns)
-    assert mime.get("type") == "application/vnd.sqlite3"
+    types = {m.get("type"): m for m in root.findall("m:mime-type", ns)}
+    assert set(types) == {"application/vnd.sqlite3", "application/vnd.apache.parquet", "application/x-duckdb"}
+    mime = types["application/vnd.sqlite3"]
     assert {g.get("pattern") for g in mime.findall("m:glob", ns)} == {"*.sqlite", "*.db3"}
+    # the data files the app imports (issue 24): by name and by their magic numbers
+    assert [g.get("pattern") for g in types["application/vnd.apache.parquet"].findall("m:glob", ns)] == ["*.parquet"]
+    assert [g.get("pattern") for g in types["application/x-duckdb"].findall("m:glob", ns)] == ["*.duckdb"]
 
 
 def test_the_spec_leaves_out_the_test_only_packages() -> None:

@@ -126,12 +126,23 @@ def load_question_set(
     return _bird(path, records)
 
 
+def _imported(db_path: Path) -> Path:
+    """A ``db_path`` naming a CSV, Excel, Parquet… file or a folder: its imported SQLite file
+    (made once, reused while the source is unchanged)."""
+    from sqale_desktop.core.imports import kind_of, resolve_database
+
+    if not db_path.exists() or kind_of(db_path) is None:
+        return db_path
+    return resolve_database(db_path)[0]
+
+
 def _plain(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
     questions = []
     for index, rec in enumerate(records):
         _require(rec, ("id", "db_path", "question", "gold_sql"), path, index)
         db_path = (path.parent / str(rec["db_path"])).resolve()
         db_id = str(rec.get("db_id") or db_path.stem)
+        db_path = _imported(db_path)
         extra = {k: v for k, v in rec.items() if k not in ("id", "db_id", "db_path", "question", "gold_sql")}
         questions.append(
             EvalQuestion(rec["id"], db_id, db_path, str(rec["question"]), str(rec["gold_sql"]), extra)
