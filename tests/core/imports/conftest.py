@@ -1,0 +1,47 @@
+"""Fixtures for the import tests: the real data files and a check that a source never changes."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import shared_data
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    """The SHA-256 and mtime of ``path`` (a file), to show that importing never touched it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+@pytest.fixture
+def files() -> Path:
+    return shared_data("files")
+
+
+@pytest.fixture
+def rows() -> Any:
+    """``rows(db_path, sql)``: the rows a query gives on an imported database (closed after)."""
+    opened: list[sqlite3.Connection] = []
+
+    def run(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        opened.append(conn)
+        return list(conn.execute(sql, params))
+
+    yield run
+    for conn in opened:
+        conn.close()
+
+
+@pytest.fixture
+def untouched(files: Path) -> Iterator[None]:
+    """Every data file has the same bytes and mtime after the test as before it."""
+    before = {p: fingerprint(p) for p in files.rglob("*") if p.is_file()}
+    yield
+    after = {p: fingerprint(p) for p in files.rglob("*") if p.is_file()}
+    assert after == before
