@@ -194,7 +194,8 @@ def import_source(
         shutil.rmtree(folder / ".building", ignore_errors=True)
         raise ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.") from exc
     if after != [{k: m[k] for k in ("name", "size", "mtime_ns")} for m in stats]:
-        raise ImportFailed(f"{source.name} changed while it was being imported; open it again.")
+        shutil.rmtree(folder / ".building", ignore_errors=True)
+        raise ImportFailed(f"{source.name} changed while it was being imported; nothing was kept: open it again.")
     if why_again:
         result.notes.insert(0, why_again + ": imported again")
     _commit(folder, db_path, result, stats, source)

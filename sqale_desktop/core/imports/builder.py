@@ -16,6 +16,7 @@ a large CSV, with the same rules for what a column is.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sqlite3
 from dataclasses import dataclass, field
@@ -124,8 +125,7 @@ class Builder:
                 guesses += [ColumnGuess(table.decimal_comma) for _ in range(width - len(guesses))]
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
-            self.conn.execute(f"DROP TABLE IF EXISTS stage.{stage}")
+            self._abandon(stage)
             raise
         if width == 0:
             raise ImportFailed(f"{source} has no columns to import.")
@@ -161,8 +161,7 @@ class Builder:
                 rows += len(batch)
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
-            self.conn.execute(f"DROP TABLE IF EXISTS stage.{stage}")
+            self._abandon(stage)
             raise
         column_names = names.unique_columns([c[0] for c in table.columns])
         renamed = dict(zip((c[0] for c in table.columns), column_names, strict=True))
@@ -181,6 +180,14 @@ class Builder:
                 staged.foreign_keys.append((renamed.get(cols_[0], cols_[0]), ref_table, ref_cols[0], why))
         self.staged.append(staged)
         return staged
+
+    def _abandon(self, stage: str | None) -> None:
+        """Undo what a failed step wrote (SQLite has already rolled back after SQLITE_FULL)."""
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if stage is not None:
+                self.conn.execute(f"DROP TABLE IF EXISTS stage.{stage}")
 
     def _widen(self, stage: str, created: bool, width: int, wanted: int, name: str) -> int:
         """Create the staged table with ``wanted`` columns, or add the ones it lacks."""
@@ -221,7 +228,7 @@ class Builder:
                 )
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._abandon(None)
             raise
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
