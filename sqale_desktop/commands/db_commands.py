@@ -12,8 +12,8 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE

@@ -86,7 +86,8 @@ class DatabaseTabs(QObject):
             i = self._tabs.indexOf(page)
             busy = page is running
             imported = self._sources.get(page)
-            self._tabs.setTabText(i, ("● " if busy else "") + (imported.source.name if imported else page.db.name))
+            label = imported.source.name if imported else page.db.name
+            self._tabs.setTabText(i, ("● " if busy else "") + label)
             tip = imported.details() if imported else str(page.path)
             self._tabs.setTabToolTip(i, tip + ("\nThe agent is working here." if busy else ""))
             if running is not None and not busy:
@@ -158,7 +159,9 @@ class DatabaseTabs(QObject):
         imported = self._sources.get(page)
         return imported.source if imported is not None else page.path
 
-    def _opened(self, path: Path, db: ReadOnlyDatabase, schema: Schema, imported: ImportResult | None = None) -> None:
+    def _opened(
+        self, path: Path, db: ReadOnlyDatabase, schema: Schema, imported: ImportResult | None = None
+    ) -> None:
         self._opening.pop(path, None)
         if self._closed:
             db.close()

@@ -40,7 +40,8 @@ def test_the_mime_package_adds_globs_to_the_sqlite_type() -> None:
     mime = types["application/vnd.sqlite3"]
     assert {g.get("pattern") for g in mime.findall("m:glob", ns)} == {"*.sqlite", "*.db3"}
     # the data files the app imports (issue 24): by name and by their magic numbers
-    assert [g.get("pattern") for g in types["application/vnd.apache.parquet"].findall("m:glob", ns)] == ["*.parquet"]
+    parquet = types["application/vnd.apache.parquet"]
+    assert [g.get("pattern") for g in parquet.findall("m:glob", ns)] == ["*.parquet"]
     assert [g.get("pattern") for g in types["application/x-duckdb"].findall("m:glob", ns)] == ["*.duckdb"]
 
 

@@ -26,7 +26,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, ImportProgress, Meter, ProgressFn
+from sqale_desktop.core.imports.progress import (
+    ImportCancelled,
+    ImportFailed,
+    ImportProgress,
+    Meter,
+    ProgressFn,
+)
 
 __all__ = [
     "DIALOG_PATTERNS",
@@ -40,10 +46,22 @@ __all__ = [
 ]
 
 MANIFEST_VERSION = 1
-TEXT_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv",
-                 ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-OTHER_SUFFIXES = {".xlsx": "excel", ".xlsm": "excel", ".ods": "excel", ".parquet": "parquet",
-                  ".duckdb": "duckdb"}
+TEXT_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".tab": "csv",
+    ".txt": "csv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
+OTHER_SUFFIXES = {
+    ".xlsx": "excel",
+    ".xlsm": "excel",
+    ".ods": "excel",
+    ".parquet": "parquet",
+    ".duckdb": "duckdb",
+}
 # The file dialog's filter (Qt's "Name (*.a *.b)" patterns), kept beside the list it describes.
 DIALOG_PATTERNS = " ".join(
     f"*{s}" for s in [*TEXT_SUFFIXES, *OTHER_SUFFIXES] + [f"{s}.gz" for s in TEXT_SUFFIXES]
@@ -169,7 +187,9 @@ def import_source(
     db_path = folder / (source.name + ".sqlite")
     members = _members(source)
     if kind == "folder" and not members:
-        raise ImportFailed(f"The folder {source.name} holds no CSV, TSV, JSON, Excel, Parquet or DuckDB file.")
+        raise ImportFailed(
+            f"The folder {source.name} holds no CSV, TSV, JSON, Excel, Parquet or DuckDB file."
+        )
     try:
         stats = _stat(members)
     except FileNotFoundError as exc:
@@ -192,10 +212,14 @@ def import_source(
         after = _stat(members)
     except FileNotFoundError as exc:
         shutil.rmtree(folder / ".building", ignore_errors=True)
-        raise ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.") from exc
+        raise ImportFailed(
+            f"{source.name} disappeared while it was being imported; nothing was kept."
+        ) from exc
     if after != [{k: m[k] for k in ("name", "size", "mtime_ns")} for m in stats]:
         shutil.rmtree(folder / ".building", ignore_errors=True)
-        raise ImportFailed(f"{source.name} changed while it was being imported; nothing was kept: open it again.")
+        raise ImportFailed(
+            f"{source.name} changed while it was being imported; nothing was kept: open it again."
+        )
     if why_again:
         result.notes.insert(0, why_again + ": imported again")
     _commit(folder, db_path, result, stats, source)
@@ -222,7 +246,9 @@ def _result_from(manifest: dict[str, Any], db_path: Path, reused: bool) -> Impor
     )
 
 
-def _commit(folder: Path, db_path: Path, result: ImportResult, stats: list[dict[str, Any]], source: Path) -> None:
+def _commit(
+    folder: Path, db_path: Path, result: ImportResult, stats: list[dict[str, Any]], source: Path
+) -> None:
     """Move the finished file into place, then the manifest that vouches for it (both renames)."""
     building = folder / ".building" / db_path.name
     with contextlib.suppress(FileNotFoundError):
@@ -282,7 +308,9 @@ def _build(
         if full is not None:
             raise full from exc
         if isinstance(exc, FileNotFoundError):
-            raise ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.") from exc
+            raise ImportFailed(
+                f"{source.name} disappeared while it was being imported; nothing was kept."
+            ) from exc
         if isinstance(exc, sqlite3.Error | OSError):
             raise ImportFailed(f"{source.name} could not be imported: {exc}") from exc
         raise
@@ -332,9 +360,9 @@ def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str],
     elif kind == "parquet":
         build.stage_typed(typed.read_parquet(path, meter, stem), path.name)
     elif kind == "duckdb":
-        with typed.open_duckdb(path, meter, path.name) as tables:
-            for table in tables:
-                build.stage_typed(table, f"{path.name} ⟶ {table.name}")
+        with typed.open_duckdb(path, meter, path.name) as typed_tables:
+            for typed_table in typed_tables:
+                build.stage_typed(typed_table, f"{path.name} ⟶ {typed_table.name}")
     else:
         notes.append(f"{path.name} not imported: not a supported kind of file")
 

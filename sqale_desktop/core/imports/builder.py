@@ -27,7 +27,7 @@ from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.progress import ImportFailed
 from sqale_desktop.core.imports.text import TextTable
 from sqale_desktop.core.imports.typed import TypedTable
-from sqale_desktop.core.imports.types import TEXT, ColumnGuess, convert_sql
+from sqale_desktop.core.imports.types import ColumnGuess, convert_sql
 
 MAX_COLUMNS = 2000  # SQLite's default SQLITE_MAX_COLUMN, which Python's sqlite3 is built with
 
@@ -170,7 +170,12 @@ class Builder:
             for i, (name, (raw, kind)) in enumerate(zip(column_names, table.columns, strict=True))
         ]
         staged = StagedTable(
-            names.unique_table(table.name, self.taken), source, stage, columns, rows, list(table.notes),
+            names.unique_table(table.name, self.taken),
+            source,
+            stage,
+            columns,
+            rows,
+            list(table.notes),
             primary_key=[renamed.get(c, c) for c in table.primary_key],
             unique=[[renamed.get(c, c) for c in u] for u in table.unique],
         )
@@ -193,7 +198,9 @@ class Builder:
         """Create the staged table with ``wanted`` columns, or add the ones it lacks."""
         self._check_width(wanted, name)
         if not created:
-            self.conn.execute(f"CREATE TABLE stage.{stage} ({', '.join(f'c{i}' for i in range(max(1, wanted)))})")
+            self.conn.execute(
+                f"CREATE TABLE stage.{stage} ({', '.join(f'c{i}' for i in range(max(1, wanted)))})"
+            )
             return max(wanted, 0)
         for i in range(width, wanted):
             self.conn.execute(f"ALTER TABLE stage.{stage} ADD COLUMN c{i}")
@@ -253,18 +260,19 @@ def create_sql(table: StagedTable) -> str:
     for u in table.unique:
         if len(u) > 1:
             lines.append(f"  UNIQUE ({', '.join(names.quote(c) for c in u)})")
-    for column, ref_table, ref_column, _why in table.foreign_keys:
+    for child, ref_table, ref_column, _why in table.foreign_keys:
         lines.append(
-            f"  FOREIGN KEY ({names.quote(column)}) REFERENCES {names.quote(ref_table)} ({names.quote(ref_column)})"
+            f"  FOREIGN KEY ({names.quote(child)}) "
+            f"REFERENCES {names.quote(ref_table)} ({names.quote(ref_column)})"
         )
     comments = {c.name: c for c in table.columns}
     out = [f"CREATE TABLE {names.quote(table.name)} ( -- from {names.comment(table.source)}"]
     for index, line in enumerate(lines):
         text = line + ("," if index < len(lines) - 1 else "")
         name = _column_of(line)
-        column = comments.get(name) if name is not None else None
-        if column is not None and column.original != column.name:
-            text += f" -- original name: {names.comment(repr(column.original))}"
+        renamed = comments.get(name) if name is not None else None
+        if renamed is not None and renamed.original != renamed.name:
+            text += f" -- original name: {names.comment(repr(renamed.original))}"
         out.append(text)
     out.append(")")
     return "\n".join(out)

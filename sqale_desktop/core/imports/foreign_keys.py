@@ -70,7 +70,8 @@ def infer(builder: Builder) -> None:
                     continue
                 filled, missing = builder.query(
                     f"SELECT COUNT({column.expression}), COUNT({column.expression}) - "
-                    f"COUNT(CASE WHEN {column.expression} IN (SELECT {key.expression} FROM stage.{parent.stage}) "
+                    f"COUNT(CASE WHEN {column.expression} IN "
+                    f"(SELECT {key.expression} FROM stage.{parent.stage}) "
                     f"THEN 1 END) FROM stage.{child.stage}"
                 )[0]
                 if not filled or missing:

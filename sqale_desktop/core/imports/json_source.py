@@ -87,13 +87,19 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
     if isinstance(data, list):
         return [_rows_table(name, data, meter, lambda: size)]
     if isinstance(data, dict):
-        arrays = {k: v for k, v in data.items() if isinstance(v, list) and any(isinstance(x, dict) for x in v)}
+        arrays = {
+            k: v for k, v in data.items() if isinstance(v, list) and any(isinstance(x, dict) for x in v)
+        }
         if arrays:
-            tables = [_rows_table(f"{name}_{key}" if len(arrays) > 1 else key, rows, meter, lambda: size)
-                      for key, rows in arrays.items()]
+            tables = [
+                _rows_table(f"{name}_{key}" if len(arrays) > 1 else key, rows, meter, lambda: size)
+                for key, rows in arrays.items()
+            ]
             left = [k for k in data if k not in arrays]
             if left:
-                tables[0].notes.append("top-level keys not imported (not arrays of objects): " + ", ".join(left))
+                tables[0].notes.append(
+                    "top-level keys not imported (not arrays of objects): " + ", ".join(left)
+                )
             return tables
         return [_rows_table(name, [data], meter, lambda: size)]
     raise ImportFailed(f"{path.name} holds a single JSON value, not objects to import as rows.")

@@ -43,9 +43,34 @@ _MAGIC = {
 
 # Codecs of scripts other than Latin, where charset-normalizer's guess is taken (codecs' names).
 _OTHER_SCRIPTS = frozenset(
-    {"cp1251", "koi8-r", "koi8-u", "iso8859-5", "mac-cyrillic", "cp866", "cp1253", "iso8859-7", "cp1255",
-     "iso8859-8", "cp1256", "iso8859-6", "cp874", "tis-620", "shift_jis", "cp932", "euc_jp", "gb2312", "gbk",
-     "gb18030", "big5", "cp950", "euc_kr", "cp949", "johab", "cp1258"}
+    {
+        "cp1251",
+        "koi8-r",
+        "koi8-u",
+        "iso8859-5",
+        "mac-cyrillic",
+        "cp866",
+        "cp1253",
+        "iso8859-7",
+        "cp1255",
+        "iso8859-8",
+        "cp1256",
+        "iso8859-6",
+        "cp874",
+        "tis-620",
+        "shift_jis",
+        "cp932",
+        "euc_jp",
+        "gb2312",
+        "gbk",
+        "gb18030",
+        "big5",
+        "cp950",
+        "euc_kr",
+        "cp949",
+        "johab",
+        "cp1258",
+    }
 )
 csv.field_size_limit(2**31 - 1)  # a long JSON or text cell is data, not an attack on us
 
@@ -87,7 +112,7 @@ def open_bytes(path: Path) -> tuple[IO[bytes], _Counting]:
     counter = _Counting(open(path, "rb"))  # noqa: SIM115 - closed by the caller through the stream
     buffered = io.BufferedReader(counter, buffer_size=1024 * 1024)
     if path.suffix.lower() == ".gz":
-        return gzip.GzipFile(fileobj=buffered, mode="rb"), counter
+        return gzip.GzipFile(fileobj=buffered, mode="rb"), counter  # type: ignore[return-value]
     return buffered, counter
 
 
@@ -206,8 +231,10 @@ def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -
         text.close()
         raise ImportFailed(f"{path.name} is empty: there is no header and no row to import.")
     if skipped:
-        notes.append(f"{len(skipped)} line(s) above the header skipped: " + " / ".join(
-            " ".join(c for c in row if c)[:80] for row in skipped))
+        notes.append(
+            f"{len(skipped)} line(s) above the header skipped: "
+            + " / ".join(" ".join(c for c in row if c)[:80] for row in skipped)
+        )
     headers = list(header)
     table = TextTable(name, headers, iter(()), decimal_comma=delimiter == ";", notes=notes)
     table.batches = _batches(rest, reader, text, counter, meter, path.name, table)

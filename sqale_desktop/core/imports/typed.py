@@ -77,11 +77,19 @@ def _plan(arrow_type: Any) -> tuple[str, Converter, str | None]:
             return INTEGER, lambda a: [None if v is None else int(v) for v in a.to_pylist()], None
         if arrow_type.precision <= 15:
             return REAL, lambda a: [None if v is None else float(v) for v in a.to_pylist()], None
-        return TEXT, lambda a: [None if v is None else str(v) for v in a.to_pylist()], (
-            f"decimal({arrow_type.precision},{arrow_type.scale}) kept as exact text")
+        return (
+            TEXT,
+            lambda a: [None if v is None else str(v) for v in a.to_pylist()],
+            (f"decimal({arrow_type.precision},{arrow_type.scale}) kept as exact text"),
+        )
     if t.is_nested(arrow_type) or t.is_map(arrow_type):
-        return TEXT, lambda a: [None if v is None else json.dumps(v, default=str, ensure_ascii=False)
-                                for v in a.to_pylist()], "nested values stored as JSON text"
+        return (
+            TEXT,
+            lambda a: [
+                None if v is None else json.dumps(v, default=str, ensure_ascii=False) for v in a.to_pylist()
+            ],
+            "nested values stored as JSON text",
+        )
     if t.is_null(arrow_type):
         return TEXT, lambda a: [None] * len(a), None
     return TEXT, lambda a: [None if v is None else str(v) for v in a.to_pylist()], None
@@ -96,8 +104,9 @@ def _text_or_bytes(value: bytes | None) -> str | bytes | None:
         return value
 
 
-def arrow_table(name: str, schema: Any, batches: Iterator[Any], meter: Meter, position: Callable[[], int]
-                ) -> TypedTable:
+def arrow_table(
+    name: str, schema: Any, batches: Iterator[Any], meter: Meter, position: Callable[[], int]
+) -> TypedTable:
     """A :class:`TypedTable` over Arrow ``batches`` of ``schema``."""
     plans = [_plan(f.type) for f in schema]
     columns = [(f.name, plan[0]) for f, plan in zip(schema, plans, strict=True)]
@@ -128,23 +137,22 @@ def read_parquet(path: Path, meter: Meter, name: str) -> TypedTable:
     except (pa.ArrowException, OSError) as exc:
         raise ImportFailed(f"{path.name} is not a readable Parquet file: {exc}") from exc
     size = path.stat().st_size
-    groups = handle.num_row_groups
+    total = max(1, int(handle.metadata.num_rows))
+    done = [0]
 
     def batches() -> Iterator[Any]:
         try:
-            for index, batch in enumerate(handle.iter_batches(batch_size=BATCH_ROWS)):
-                del index
+            for batch in handle.iter_batches(batch_size=BATCH_ROWS):
+                done[0] += batch.num_rows
                 yield batch
         except (pa.ArrowException, OSError) as exc:
             raise ImportFailed(f"{path.name} is not a readable Parquet file: {exc}") from exc
         finally:
             handle.close()
 
-    done = [0]
-
     def position() -> int:
-        done[0] += 1
-        return min(size, size * done[0] // max(1, groups * 4))
+        """The share of the file read, counted in rows (Parquet is read by row groups)."""
+        return size * done[0] // total
 
     return arrow_table(name, schema, batches(), meter, position)
 
@@ -168,7 +176,10 @@ def open_duckdb(path: Path, meter: Meter, display: str) -> Iterator[list[TypedTa
         wal = path.with_name(path.name + ".wal")
         if wal.exists():
             shutil.copyfile(wal, folder / wal.name)
-        config = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+        }
         try:
             con = duckdb.connect(str(copy), read_only=True, config=config)
         except duckdb.Error as exc:

@@ -12,14 +12,21 @@ from typing import Any
 import pytest
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.imports import ImportCancelled, ImportFailed, ImportProgress, import_source, resolve_database
+from sqale_desktop.core.imports import (
+    ImportCancelled,
+    ImportFailed,
+    ImportProgress,
+    import_source,
+    resolve_database,
+)
 from sqale_desktop.core.imports import builder as builder_mod
 from tests.core.imports.conftest import fingerprint
 
 
 def _csv(path: Path, n: int) -> Path:
-    path.write_text("id,name,zip\n" + "".join(f"{i},name {i},0{i % 9000:04d}\n" for i in range(n)),
-                    encoding="utf-8")
+    path.write_text(
+        "id,name,zip\n" + "".join(f"{i},name {i},0{i % 9000:04d}\n" for i in range(n)), encoding="utf-8"
+    )
     return path
 
 
@@ -119,7 +126,9 @@ def test_a_file_that_changes_mid_import(tmp_path: Path) -> None:
     assert not list(paths.cache_dir().rglob("*.sqlite"))
 
 
-def test_a_full_disk_gets_a_clear_message_and_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_gets_a_clear_message_and_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQLite's own SQLITE_FULL, made real by a page limit on the file being built."""
     source = _csv(tmp_path / "big.csv", 60_000)
     real_open = builder_mod.open_build

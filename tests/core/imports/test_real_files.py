@@ -62,8 +62,9 @@ def _expected(cell: str, declared: str) -> Any:
 
 
 @pytest.mark.parametrize(("name", "encoding", "delimiter"), CSVS, ids=[c[0].split("/")[-1] for c in CSVS])
-def test_a_csv_holds_what_the_csv_module_reads(files: Path, rows: Any, name: str, encoding: str, delimiter: str
-                                               ) -> None:
+def test_a_csv_holds_what_the_csv_module_reads(
+    files: Path, rows: Any, name: str, encoding: str, delimiter: str
+) -> None:
     path = files / name
     result = import_source(path)
     with open(path, encoding=encoding, newline="") as handle:
@@ -73,8 +74,11 @@ def test_a_csv_holds_what_the_csv_module_reads(files: Path, rows: Any, name: str
     assert table.rows == len(data)
     columns = rows(result.db_path, f'SELECT name, type FROM pragma_table_info("{table.name}")')
     assert len(columns) == len(header)
-    originals = rows(result.db_path, "SELECT original_name FROM _columns WHERE table_name = ? ORDER BY position",
-                     (table.name,))
+    originals = rows(
+        result.db_path,
+        "SELECT original_name FROM _columns WHERE table_name = ? ORDER BY position",
+        (table.name,),
+    )
     assert [o for (o,) in originals] == header  # the original names are kept, duplicates and blanks too
     got = rows(result.db_path, f'SELECT * FROM "{table.name}" ORDER BY rowid')
     for source_row, got_row in zip(data, got, strict=True):
@@ -95,8 +99,13 @@ def test_leading_zeros_and_spaces_stay_text(files: Path, rows: Any) -> None:
 def test_decimal_commas_with_semicolons_are_reals(files: Path, rows: Any) -> None:
     result = import_source(files / "csv/frictionless__table-with-accents.csv")
     table = result.tables[0].name
-    assert rows(result.db_path, f'SELECT "Occupancy rate", "Année" FROM "{table}" LIMIT 1') == [(0.611553068, 2013)]
-    assert dict(rows(result.db_path, f'SELECT name, type FROM pragma_table_info("{table}")'))["Quartier"] == "TEXT"
+    assert rows(result.db_path, f'SELECT "Occupancy rate", "Année" FROM "{table}" LIMIT 1') == [
+        (0.611553068, 2013)
+    ]
+    assert (
+        dict(rows(result.db_path, f'SELECT name, type FROM pragma_table_info("{table}")'))["Quartier"]
+        == "TEXT"
+    )
 
 
 def test_titles_above_the_header_are_skipped_with_a_note(files: Path, rows: Any) -> None:
@@ -111,8 +120,11 @@ def test_ragged_rows_lose_nothing(files: Path, rows: Any) -> None:
     result = import_source(files / "csv/csvkit__bad.csv")
     table = result.tables[0].name
     got = rows(result.db_path, f'SELECT * FROM "{table}" ORDER BY rowid')
-    assert got == [(1, "27", None, "I'm too long!"), (None, "I'm too short!", None, None),
-                   (0, "mixed types.... uh oh", 17, None)]
+    assert got == [
+        (1, "27", None, "I'm too long!"),
+        (None, "I'm too short!", None, None),
+        (0, "mixed types.... uh oh", 17, None),
+    ]
     assert any("more fields than the header" in n for n in result.notes)
     assert any("fewer fields" in n for n in result.notes)
 
@@ -126,7 +138,11 @@ def test_a_file_in_no_consistent_codec_imports(files: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["json/vega__penguins.json", "json/vega__political-contributions.json", "json/csvkit__testjson_nested.json"],
+    [
+        "json/vega__penguins.json",
+        "json/vega__political-contributions.json",
+        "json/csvkit__testjson_nested.json",
+    ],
 )
 def test_a_json_array_holds_its_objects(files: Path, rows: Any, name: str) -> None:
     result = import_source(files / name)
@@ -161,7 +177,8 @@ def test_json_lines_with_changing_keys_and_types(files: Path, rows: Any) -> None
     assert gsm.tables[0].rows == len(lines) == 1319
     first = json.loads(lines[0])
     assert rows(gsm.db_path, 'SELECT question, answer FROM "gsm8k__test" LIMIT 1') == [
-        (first["question"], first["answer"])]
+        (first["question"], first["answer"])
+    ]
 
 
 def test_a_json_object_with_a_bom_gives_its_array(files: Path, rows: Any) -> None:
@@ -198,7 +215,9 @@ def test_a_parquet_file_holds_what_pyarrow_reads(files: Path, rows: Any, name: s
         column = [r[index] for r in got]
         kind = str(field.type)
         if kind.startswith(("list", "struct", "map", "large_list")):
-            assert [None if v is None else json.loads(v) for v in column] == json.loads(json.dumps(want, default=str))
+            assert [None if v is None else json.loads(v) for v in column] == json.loads(
+                json.dumps(want, default=str)
+            )
         elif kind.startswith(("int", "uint", "double", "float", "bool")):
             assert column == want
         elif kind.startswith("decimal"):
@@ -206,7 +225,9 @@ def test_a_parquet_file_holds_what_pyarrow_reads(files: Path, rows: Any, name: s
         elif kind.startswith("timestamp"):
             # strftime, not to_pylist: Python's datetime cannot hold every year INT96 can
             text = pc.strftime(source.column(index), format="%Y-%m-%d %H:%M:%S").to_pylist()
-            pairs = [(a, b) for a, b in zip(column, text, strict=True) if not (b or "").startswith("<value out")]
+            pairs = [
+                (a, b) for a, b in zip(column, text, strict=True) if not (b or "").startswith("<value out")
+            ]
             assert pairs and all((a or "")[:19] == (b or "")[:19] for a, b in pairs)
         elif kind in ("string", "large_string"):
             assert column == want
@@ -241,7 +262,9 @@ WORKBOOKS = [
 
 
 @pytest.mark.parametrize(("name", "sheets"), WORKBOOKS, ids=[w[0].split("/")[-1] for w in WORKBOOKS])
-def test_a_workbook_gives_a_table_per_sheet(files: Path, rows: Any, name: str, sheets: list[str] | None) -> None:
+def test_a_workbook_gives_a_table_per_sheet(
+    files: Path, rows: Any, name: str, sheets: list[str] | None
+) -> None:
     result = import_source(files / name)
     if sheets is not None:
         assert [t.name for t in result.tables] == sheets
@@ -253,10 +276,19 @@ def test_a_workbook_gives_a_table_per_sheet(files: Path, rows: Any, name: str, s
 def test_sheet_cells_have_the_types_a_person_expects(files: Path, rows: Any) -> None:
     result = import_source(files / "excel/csvkit__sheets.xlsx")
     types = dict(rows(result.db_path, 'SELECT name, type FROM pragma_table_info("data")'))
-    assert types == {"text": "TEXT", "date": "DATE", "integer": "INTEGER", "boolean": "BOOLEAN", "float": "REAL",
-                     "datetime": "DATETIME", "empty_column": "TEXT", "column_8": "TEXT"}
-    assert rows(result.db_path, 'SELECT text, date, integer, boolean, float FROM data LIMIT 1') == [
-        ("Chicago Reader", "1971-01-01", 40, 1, 1.0)]
+    assert types == {
+        "text": "TEXT",
+        "date": "DATE",
+        "integer": "INTEGER",
+        "boolean": "BOOLEAN",
+        "float": "REAL",
+        "datetime": "DATETIME",
+        "empty_column": "TEXT",
+        "column_8": "TEXT",
+    }
+    assert rows(result.db_path, "SELECT text, date, integer, boolean, float FROM data LIMIT 1") == [
+        ("Chicago Reader", "1971-01-01", 40, 1, 1.0)
+    ]
 
 
 def test_dates_of_the_1904_system(files: Path, rows: Any) -> None:
@@ -277,8 +309,9 @@ def test_duckdb_tables_and_views(files: Path, rows: Any) -> None:
 def test_a_duckdb_file_named_db_with_its_keys(files: Path, rows: Any) -> None:
     result = import_source(files / "duckdb/index_0-9-1.db")
     assert {t.name for t in result.tables} == {"fk_tbl", "idx_tbl", "pk_tbl"}
-    assert rows(result.db_path, "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('fk_tbl')") == [
-        ("pk_tbl", "id", "id")]
+    assert rows(result.db_path, 'SELECT "table", "from", "to" FROM pragma_foreign_key_list(\'fk_tbl\')') == [
+        ("pk_tbl", "id", "id")
+    ]
 
 
 def test_a_duckdb_table_that_exists_only_in_the_wal(files: Path, rows: Any) -> None:
@@ -306,5 +339,7 @@ def test_a_header_only_file_is_an_empty_table(files: Path, rows: Any) -> None:
     result = import_source(files / "csv/frictionless__without-rows.csv")
     assert result.tables[0].rows == 0
     assert rows(result.db_path, 'SELECT name FROM pragma_table_info("frictionless__without-rows")') == [
-        ("id",), ("name",)]
+        ("id",),
+        ("name",),
+    ]
     assert any("header but no rows" in n for n in result.notes)
