@@ -79,3 +79,33 @@ def test_the_probe_sees_a_heavy_import(tiny_db: Path, tmp_path: Path) -> None:
     """The check can fail: numpy imported beside the same command is reported as loaded."""
     loaded = _loaded_after(["tool", "--db", str(tiny_db), "list_tables"], tmp_path / "home", "numpy")
     assert "numpy" in loaded.intersection(HEAVY)
+
+
+# The readers of data files (issue 24): each loads only when a file of its kind is opened.
+READERS = ("duckdb", "python_calamine", "pyarrow", "charset_normalizer")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "needs"),
+    [
+        pytest.param("t.csv", "a\n1\n", set(), id="csv"),
+        pytest.param("t.jsonl", '{"a": 1}\n', set(), id="jsonl"),
+        pytest.param("t.csv", "a\nn\xe9\n", {"charset_normalizer"}, id="csv-not-utf8"),
+        pytest.param("t.parquet", None, {"pyarrow"}, id="parquet"),
+    ],
+)
+def test_a_data_file_loads_only_its_own_reader(
+    name: str, content: str | None, needs: set[str], tmp_path: Path
+) -> None:
+    path = tmp_path / name
+    if content is None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"a": [1]}), path)
+    else:
+        path.write_bytes(content.encode("latin-1"))
+    loaded = _loaded_after(["query", "--db", str(path), "SELECT a FROM t"], tmp_path / "home")
+    assert "sqale_desktop" in loaded
+    assert loaded.intersection(READERS) == needs
+    assert sorted(loaded.intersection(HEAVY) - {"pyarrow"}) == []

@@ -69,7 +69,7 @@ def _plan(arrow_type: Any) -> tuple[str, Converter, str | None]:
     if t.is_date(arrow_type):
         return DATE, lambda a: a.cast(pa.string()).to_pylist(), None
     if t.is_timestamp(arrow_type):
-        return DATETIME, lambda a: a.cast(pa.string()).to_pylist(), None
+        return DATETIME, _timestamps, None
     if t.is_time(arrow_type):
         return TIME, lambda a: a.cast(pa.string()).to_pylist(), None
     if t.is_decimal(arrow_type):
@@ -93,6 +93,14 @@ def _plan(arrow_type: Any) -> tuple[str, Converter, str | None]:
     if t.is_null(arrow_type):
         return TEXT, lambda a: [None] * len(a), None
     return TEXT, lambda a: [None if v is None else str(v) for v in a.to_pylist()], None
+
+
+def _timestamps(array: Any) -> list[Any]:
+    """ISO-8601 text (``2024-01-31 12:30:00.000001``) for any year: Arrow's ``strftime`` formats
+    what both Python's ``datetime`` and Arrow's cast to string refuse (INT96 years past 9999)."""
+    import pyarrow.compute as pc
+
+    return pc.strftime(array, format="%Y-%m-%d %H:%M:%S").to_pylist()  # type: ignore[no-any-return]
 
 
 def _text_or_bytes(value: bytes | None) -> str | bytes | None:
