@@ -56,7 +56,7 @@ def test_ask_about_a_csv_then_join_a_folder_of_csvs(tmp_path: Path) -> None:
     assert "note: sales.csv — imported as table sales (3 rows)" in asked.stderr
     grid = run_cli("query", "--db", str(sales), "SELECT day, amount FROM sales ORDER BY day", env=_env(home))
     assert grid.returncode == 0, grid.stderr
-    assert grid.stdout.splitlines()[0].split() == ["day", "amount"]
+    assert [c.strip() for c in grid.stdout.splitlines()[0].split("|")] == ["day", "amount"]
     assert "2024-01-02" in grid.stdout
     assert "(imported before, unchanged)" in grid.stderr  # the second open reuses the import
     assert fingerprint(sales) == before

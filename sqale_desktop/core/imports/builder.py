@@ -103,17 +103,18 @@ class Builder:
         self.conn.execute("BEGIN")
         try:
             for batch in table.batches:
-                longest = max((len(r) for r in batch), default=0)
+                longest = max(map(len, batch), default=0)
                 if longest > len(table.headers):
                     table.headers.extend("" for _ in range(longest - len(table.headers)))
                 if not created or len(table.headers) > width:
                     width = self._widen(stage, created, width, len(table.headers), table.name)
                     guesses += [ColumnGuess(table.decimal_comma) for _ in range(width - len(guesses))]
                     created = True
-                for row in batch:
-                    if len(row) < width:
-                        short += 1
-                        row.extend(None for _ in range(width - len(row)))
+                if min(map(len, batch), default=width) < width:
+                    for row in batch:
+                        if len(row) < width:
+                            short += 1
+                            row.extend(None for _ in range(width - len(row)))
                 for i, guess in enumerate(guesses):
                     if guess.candidates:
                         guess.update([r[i] for r in batch])

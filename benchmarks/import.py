@@ -1,0 +1,173 @@
+"""How fast data files become databases (issue 24): MB/s and rows/s, and the time to first rows.
+
+Generates, in a temporary folder: a CSV of typed columns (integers, reals, ISO dates, booleans, ZIP
+codes with leading zeros, text) of 1 GB (``--quick``: 32 MB), a 100,000-row .xlsx (``--quick``:
+10,000), and a Parquet file of 1,000,000 rows (``--quick``: 100,000).  Each is imported into a
+fresh cache (a fresh ``SQALE_DESKTOP_HOME``), then opened read-only and its first 100 rows read:
+that is the time to the first browsable rows (the import finishes first: there is no preview yet).
+A second open of the CSV shows the cost of reusing the import (the content hash).
+
+Prints one line per figure, then ONE JSON object on the last line.
+
+    .venv/bin/python benchmarks/import.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+
+def make_csv(path: Path, target_bytes: int) -> int:
+    """A CSV of about ``target_bytes``; returns its number of data rows."""
+    rows = 0
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write("id,customer,amount,day,paid,zip,note\n")
+        written = 0
+        block = []
+        while written < target_bytes:
+            block.clear()
+            for i in range(rows, rows + 10_000):
+                block.append(
+                    f"{i},customer {i % 5000},{(i * 37) % 100000 / 100},"
+                    f"2024-{i % 12 + 1:02d}-{i % 28 + 1:02d},"
+                    f'{"true" if i % 3 else "false"},0{i % 9999:04d},"note, {i % 97}"\n'
+                )
+            text = "".join(block)
+            handle.write(text)
+            written += len(text)
+            rows += 10_000
+    return rows
+
+
+def make_xlsx(path: Path, rows: int) -> None:
+    """A minimal valid .xlsx (inline strings), written by hand: no writer library is a dependency."""
+    ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    lines = [f'<?xml version="1.0" encoding="UTF-8"?><worksheet {ns}><sheetData>']
+    lines.append(
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>id</t></is></c><c r="B1" t="inlineStr"><is><t>name'
+        '</t></is></c><c r="C1" t="inlineStr"><is><t>amount</t></is></c></row>'
+    )
+    for i in range(2, rows + 2):
+        lines.append(
+            f'<row r="{i}"><c r="A{i}"><v>{i}</v></c><c r="B{i}" t="inlineStr"><is><t>name {i % 777}'
+            f'</t></is></c><c r="C{i}"><v>{i * 1.25}</v></c></row>'
+        )
+    lines.append("</sheetData></worksheet>")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
+            'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="applic'
+            'ation/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="a'
+            'pplication/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlf'
+            'ormats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/shee'
+            't1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+x'
+            'ml"/></Types>',
+        )
+        z.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.op'
+            'enxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="'
+            + rel
+            + '/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        )
+        z.writestr(
+            "xl/workbook.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook {ns} xmlns:r="{rel}">'
+            '<sheets><sheet name="data" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        )
+        z.writestr(
+            "xl/_rels/workbook.xml.rels",
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="h'
+            'ttp://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="'
+            + rel
+            + '/worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+        )
+        z.writestr("xl/worksheets/sheet1.xml", "".join(lines))
+
+
+def make_parquet(path: Path, rows: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = pa.array(range(rows), pa.int64())
+    pq.write_table(
+        pa.table(
+            {
+                "id": ids,
+                "amount": pa.array([i * 0.5 for i in range(rows)], pa.float64()),
+                "name": pa.array([f"name {i % 1000}" for i in range(rows)]),
+                "at": pa.array([i * 1_000_000 for i in range(rows)], pa.timestamp("us")),
+            }
+        ),
+        path,
+    )
+
+
+def measure(path: Path, rows: int, label: str) -> dict[str, Any]:
+    from sqale_desktop.core.db import open_readonly
+    from sqale_desktop.core.imports import import_source
+
+    size = path.stat().st_size
+    start = time.perf_counter()
+    result = import_source(path)
+    imported = time.perf_counter() - start
+    with open_readonly(result.db_path) as db:
+        table = result.tables[0].name
+        db.execute(f'SELECT * FROM "{table}"', max_rows=100)
+    first_rows = time.perf_counter() - start
+    assert result.tables[0].rows == rows, (result.tables[0].rows, rows)
+    figures = {
+        f"{label}_bytes": size,
+        f"{label}_rows": rows,
+        f"{label}_import_s": round(imported, 3),
+        f"{label}_mb_per_s": round(size / 1e6 / imported, 1),
+        f"{label}_rows_per_s": round(rows / imported),
+        f"{label}_first_rows_s": round(first_rows, 3),
+    }
+    for key, value in figures.items():
+        print(f"{key}: {value}")
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small files (seconds, not minutes)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sqale-import-bench-") as tmp:
+        folder = Path(tmp)
+        os.environ["SQALE_DESKTOP_HOME"] = str(folder / "home")
+        out: dict[str, Any] = {"quick": args.quick}
+        csv_path = folder / "sales.csv"
+        rows = make_csv(csv_path, (32 if args.quick else 1024) * 1024 * 1024)
+        out.update(measure(csv_path, rows, "csv"))
+        from sqale_desktop.core.imports import import_source
+
+        start = time.perf_counter()
+        assert import_source(csv_path).reused
+        out["csv_reuse_s"] = round(time.perf_counter() - start, 3)
+        print(f"csv_reuse_s: {out['csv_reuse_s']}")
+        xlsx_rows = 10_000 if args.quick else 100_000
+        make_xlsx(folder / "book.xlsx", xlsx_rows)
+        out.update(measure(folder / "book.xlsx", xlsx_rows, "xlsx"))
+        parquet_rows = 100_000 if args.quick else 1_000_000
+        make_parquet(folder / "table.parquet", parquet_rows)
+        out.update(measure(folder / "table.parquet", parquet_rows, "parquet"))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
