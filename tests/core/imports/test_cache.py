@@ -175,3 +175,16 @@ def test_a_copy_of_a_real_file_keeps_its_own_cache(files: Path, tmp_path: Path) 
     a = import_source(copy)
     b = import_source(files / "csv/fivethirtyeight__pollster-ratings-2019.csv")
     assert a.db_path != b.db_path
+
+
+def test_gzipped_json_lines_and_a_bar_separated_txt(tmp_path: Path, rows: Any) -> None:
+    import gzip
+
+    packed = tmp_path / "events.ndjson.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write('{"id": 1, "ok": true}\n{"id": 2, "ok": false}\n')
+    result = import_source(packed)
+    assert rows(result.db_path, "SELECT id, ok FROM events ORDER BY id") == [(1, 1), (2, 0)]
+    text = tmp_path / "export.txt"
+    text.write_text("a|b\n1|x\n2|y\n", encoding="utf-8")
+    assert rows(import_source(text).db_path, "SELECT a, b FROM export") == [(1, "x"), (2, "y")]
