@@ -54,6 +54,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_DISTRACTORS = 32
 DEFAULT_BUILD_TIME_LIMIT_S = 30.0  # per statement of a build, as the scorer's default query limit
 KILL_GRACE_S = 1.0  # past a step's limit, the progress handler had this long to end it itself
+CHILD_START_S = 120.0
 CHILD_MODULE = "sqale_desktop.core.eval.reduce_child"
 _POLL_S = 0.05
 ConditionKind = Literal["gold", "distractors", "full"]
@@ -503,11 +504,17 @@ def _run_child(
             process.stdin.close()
         except BrokenPipeError:
             pass  # the child died at start: its exit status and stderr say why, below
-        deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
-        step = "starting"
+        # Starting the child (an interpreter and the core's imports) is not a statement: on a busy
+        # computer it alone can take longer than a short time limit.
+        deadline = time.monotonic() + CHILD_START_S
+        step = ""
         while True:
             if cancel is not None and cancel.is_set():
                 raise ConditionError("building the reduced database was cancelled")
+            if time.monotonic() > deadline and not step:
+                raise ConditionError(
+                    f"cannot build the reduced database: its process did not start within {CHILD_START_S:g} s"
+                )
             if time.monotonic() > deadline:
                 raise ConditionError(
                     f"cannot build the reduced database: the {step} ran past the {time_limit_s:g} s "
