@@ -445,6 +445,8 @@ def _build_here(
     messages: list[dict[str, Any]] = []
 
     def say(message: dict[str, Any]) -> None:
+        if message.get("alive"):
+            return  # the deadline lives in the builder here; nothing to pass on
         messages.append(message)
         if "step" in message and on_step is not None:
             on_step(str(message["step"]))
@@ -530,6 +532,9 @@ def _run_child(
                 message = json.loads(line)
             except ValueError:
                 continue  # not the protocol's (a library's stray print): not ours to read
+            if message.get("alive"):
+                deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
+                continue
             messages.append(message)
             if "step" in message:
                 step = str(message["step"])

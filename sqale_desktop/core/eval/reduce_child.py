@@ -13,7 +13,8 @@ or ``immutable=1``, no ATTACH, ``trusted_schema`` off); rows travel through Pyth
 storage class and bytes (text as raw bytes cast back to text, so invalid UTF-8 survives as it is).
 
 Protocol: the plan is one JSON object on stdin (see :func:`build`); each step is announced as a
-JSON line ``{"step": ...}`` on stdout before it runs (the parent restarts its deadline there), a
+JSON line ``{"step": ...}`` on stdout before it runs (the parent restarts its deadline there, and
+again at each ``{"alive": true}``, sent after every batch of rows copied), a
 table left out as ``{"skipped": name, "reason": ...}``, and the end as ``{"done": true}`` or
 ``{"error": message}`` (exit status 1).
 """
@@ -32,6 +33,9 @@ from typing import Any
 from sqale_desktop.core.db.opening import connect_readonly
 
 PROGRESS_STEPS = 1000
+# Rows copied between two restarts of the deadline: a table of millions of rows takes as long as
+# its data takes, while one row whose stored generated column runs away still meets the limit.
+ROWS_PER_BATCH = 5000
 
 
 class BuildFailed(Exception):
@@ -94,12 +98,17 @@ def build(
             say({"step": what})
             deadline[0] = time.monotonic() + limit
 
+        def alive() -> None:
+            # rows keep coming: a big table is data, not a runaway (the limit is per batch of rows)
+            say({"alive": True})
+            deadline[0] = time.monotonic() + limit
+
         for table in plan["tables"]:
             name = table["name"]
             step(f"table {name}")
             out.execute("SAVEPOINT one_table")
             try:
-                _copy_table(source, out, name, table["ddl"])
+                _copy_table(source, out, name, table["ddl"], alive)
             except sqlite3.Error as exc:
                 reason = _reason(exc, limit, cancel)
                 if table["required"] or str(exc) == "interrupted":
@@ -126,7 +135,13 @@ def build(
         source.close()
 
 
-def _copy_table(source: sqlite3.Connection, out: sqlite3.Connection, name: str, ddl: str | None) -> None:
+def _copy_table(
+    source: sqlite3.Connection,
+    out: sqlite3.Connection,
+    name: str,
+    ddl: str | None,
+    alive: Callable[[], None],
+) -> None:
     columns = [
         (str(row[1], "utf-8", "replace") if isinstance(row[1], bytes) else str(row[1]), row[6])
         for row in source.execute("SELECT * FROM pragma_table_xinfo(?)", (name,))
@@ -142,10 +157,11 @@ def _copy_table(source: sqlite3.Connection, out: sqlite3.Connection, name: str, 
         f"CASE WHEN ?{2 * i + 1} THEN CAST(?{2 * i + 2} AS TEXT) ELSE ?{2 * i + 2} END"
         for i in range(len(plain))
     )
-    out.executemany(
-        f"INSERT INTO main.{_quote(name)} ({', '.join(quoted)}) VALUES ({values})",
-        source.execute(f"SELECT {select} FROM main.{_quote(name)}"),
-    )
+    insert = f"INSERT INTO main.{_quote(name)} ({', '.join(quoted)}) VALUES ({values})"
+    rows = source.execute(f"SELECT {select} FROM main.{_quote(name)}")
+    while batch := rows.fetchmany(ROWS_PER_BATCH):
+        out.executemany(insert, batch)
+        alive()
 
 
 def _reason(exc: sqlite3.Error, limit: float, cancel: threading.Event | None) -> str:
