@@ -120,13 +120,9 @@ def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
             record = json_input.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and _usable_id(record.get("id")):
+        if isinstance(record, dict) and "id" in record:
             records.append(_with_defaults(record))
     return records
-
-
-def _usable_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _with_defaults(record: dict[str, Any]) -> dict[str, Any]:
