@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqale_desktop.core.errors import KnownError
 
-class JsonInputError(ValueError):
+
+class JsonInputError(KnownError, ValueError):
     """Text that is not usable JSON; ``str()`` says why (not JSON, not UTF-8, nested too deeply)."""
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.db.opening import connect_readonly
+from sqale_desktop.core.errors import KnownError
 
 PROGRESS_STEPS = 1000
 # Rows copied between two restarts of the deadline: a table of millions of rows takes as long as
@@ -38,7 +39,7 @@ PROGRESS_STEPS = 1000
 ROWS_PER_BATCH = 5000
 
 
-class BuildFailed(Exception):
+class BuildFailed(KnownError):
     """A step could not be done; the message says which and why."""
 
 
