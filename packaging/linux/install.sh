@@ -10,6 +10,11 @@
 # not on the desktop session's PATH), the icon, and a shared-mime-info package for the .sqlite/.db3
 # globs; then refreshes the desktop and MIME caches when their tools exist, which is what makes
 # "Open with SQaLe Desktop" appear for SQLite files.
+#
+# A ~/.local/bin/sqale-desktop that this script did not make (a `pip install --user`, a script of
+# your own) is left alone, at install and at uninstall; the desktop entry then starts the program
+# folder's own copy.  Paths are written into the desktop entry quoted as the Desktop Entry spec
+# says, so a HOME with spaces (or quotes, or a $) starts the right program.
 set -eu
 
 PREFIX=${PREFIX:-"$HOME/.local"}
@@ -20,6 +25,29 @@ DESKTOP="$DATA/applications/sqale-desktop.desktop"
 ICON="$DATA/icons/hicolor/scalable/apps/sqale-desktop.svg"
 MIME="$DATA/mime/packages/sqale-desktop.xml"
 HERE=$(cd "$(dirname "$0")" && pwd)
+
+# Whether $LAUNCHER is absent or the link an install made (to the program folder's program).
+launcher_is_ours() {
+    [ ! -e "$LAUNCHER" ] && [ ! -L "$LAUNCHER" ] && return 0
+    [ -L "$LAUNCHER" ] && [ "$(readlink "$LAUNCHER")" = "$APPDIR/sqale-desktop" ]
+}
+
+# A path as one argument of a desktop entry's Exec key: in double quotes when it holds a reserved
+# character, with " ` $ \ escaped by a backslash, % doubled, and then every backslash doubled
+# again, because Exec is also a string value whose escapes are undone first (the spec's example:
+# a literal $ in a quoted argument is written \\$).
+exec_argument() {
+    case "$1" in
+        *[[:space:]\"\'\\\>\<~\|\&\;\$\*\?\#\(\)\`]*)
+            printf '"%s"' "$(printf '%s' "$1" | sed -e 's/[\\"`$]/\\&/g' -e 's/%/%%/g' -e 's/\\/\\\\/g')" ;;
+        *) printf '%s' "$1" | sed -e 's/%/%%/g' ;;
+    esac
+}
+
+# A path as a plain string value (TryExec): only the string escape, a backslash doubled.
+string_value() {
+    printf '%s' "$1" | sed -e 's/\\/\\\\/g'
+}
 
 refresh_caches() {
     if command -v update-mime-database >/dev/null 2>&1; then update-mime-database "$DATA/mime" || true; fi
@@ -32,7 +60,8 @@ refresh_caches() {
 }
 
 uninstall() {
-    rm -f "$LAUNCHER" "$DESKTOP" "$ICON" "$MIME"
+    if launcher_is_ours; then rm -f "$LAUNCHER"; fi
+    rm -f "$DESKTOP" "$ICON" "$MIME"
     rm -rf "$APPDIR"
     refresh_caches
     echo "SQaLe Desktop removed (settings, conversation history and models are kept)."
@@ -41,7 +70,7 @@ uninstall() {
 case "${1:-}" in
     --uninstall) uninstall; exit 0 ;;
     --default|"") ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--default | --uninstall]" >&2; exit 2 ;;
 esac
 
@@ -58,11 +87,24 @@ cp -a "$HERE" "$APPDIR.new"
 rm -f "$APPDIR.new/install.sh"
 rm -rf "$APPDIR"
 mv "$APPDIR.new" "$APPDIR"
-ln -sfn "$APPDIR/sqale-desktop" "$LAUNCHER"
+PROGRAM="$LAUNCHER"
+if launcher_is_ours; then
+    ln -sfn "$APPDIR/sqale-desktop" "$LAUNCHER"
+else
+    PROGRAM="$APPDIR/sqale-desktop"
+    echo "note: $LAUNCHER exists and is not from this installer; it is left as it is" >&2
+fi
 
 mkdir -p "$(dirname "$DESKTOP")" "$(dirname "$ICON")" "$(dirname "$MIME")"
-sed -e "s|^Exec=sqale-desktop |Exec=$LAUNCHER |" -e "s|^TryExec=sqale-desktop\$|TryExec=$LAUNCHER|" \
-    "$RES/sqale-desktop.desktop" > "$DESKTOP"
+EXEC_PROGRAM=$(exec_argument "$PROGRAM")
+TRY_PROGRAM=$(string_value "$PROGRAM")
+while IFS= read -r line; do
+    case "$line" in
+        "Exec=sqale-desktop "*) printf 'Exec=%s %s\n' "$EXEC_PROGRAM" "${line#Exec=sqale-desktop }" ;;
+        "TryExec=sqale-desktop") printf 'TryExec=%s\n' "$TRY_PROGRAM" ;;
+        *) printf '%s\n' "$line" ;;
+    esac
+done < "$RES/sqale-desktop.desktop" > "$DESKTOP"
 cp "$RES/sqale-desktop.svg" "$ICON"
 cp "$RES/sqale-desktop-mime.xml" "$MIME"
 refresh_caches
@@ -75,7 +117,7 @@ if [ "${1:-}" = "--default" ]; then
     fi
 fi
 
-echo "SQaLe Desktop installed: $LAUNCHER"
+echo "SQaLe Desktop installed: $PROGRAM"
 case ":$PATH:" in
     *":$PREFIX/bin:"*) ;;
     *) echo "note: $PREFIX/bin is not on your PATH; the desktop entry works anyway" ;;

@@ -356,7 +356,12 @@ def _write_run_json(
     }
     path = run_dir / "run.json"
     if args.resume:
-        old = json.loads(path.read_text(encoding="utf-8"))
+        from sqale_desktop.core.eval.harness import RunFileError, read_run_json
+
+        try:
+            old = read_run_json(run_dir)
+        except RunFileError as exc:
+            raise _Usage(str(exc)) from None
         for key in ("questions", "condition", "metric", "seed", "phrasing"):
             if old.get("settings", {}).get(key) != settings[key]:
                 raise _Usage(

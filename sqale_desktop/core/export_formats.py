@@ -27,6 +27,13 @@ read and never parsed back.  Everything here is lossless instead:
 - **TEXT**: as stored.  Bytes that are not UTF-8 were replaced with U+FFFD when the row was read
   (``core.db.connection``), so every output encodes as UTF-8.
 
+**Formulas** (opt-in, off by default so data round-trips): spreadsheet apps run a CSV or TSV cell
+that starts with ``=``, ``+``, ``-`` or ``@`` (and strip a leading tab or CR before looking), so
+``=HYPERLINK(...)`` in a shared export is a live link.  With ``sanitize_formulas`` such a text cell
+(header names included) is written with a leading apostrophe, which spreadsheets show as text
+(OWASP's "CSV injection" advice; DBeaver's "sanitize formulas" export option).  Numbers are never
+touched: ``-1`` stored as an integer stays ``-1``.
+
 Line endings follow the platform (LF on Linux and macOS, CRLF on Windows), which is what text
 editors, terminals and spreadsheets there expect on the clipboard.  CSV files can be asked to use
 CRLF everywhere, as RFC 4180 says.  Whatever the line ending, a cell that holds a CR or LF is
@@ -114,6 +121,19 @@ def json_record(columns: Sequence[str], row: Sequence[Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def sanitize_formula(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would run it as a formula (see above)."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _csv_cell(value: Any, sanitize: bool) -> str:
+    text = cell_text(value)
+    return sanitize_formula(text) if sanitize and isinstance(value, str) else text
+
+
 class _Records:
     """CSV/TSV records, one ``csv.writer`` and buffer reused for every row of a long export."""
 
@@ -155,10 +175,13 @@ def write_rows(
     *,
     header: bool = True,
     newline: str | None = None,
+    sanitize_formulas: bool = False,
 ) -> int:
     """Write ``rows`` to ``out`` in ``fmt``, row by row; returns the number of rows written.
 
     Every line ends with ``newline`` (the platform's by default), the last one included.
+    ``sanitize_formulas``: CSV and TSV text cells that a spreadsheet would run get a leading
+    ``'`` (see the module docstring); the other formats are never run, so they are left alone.
 
     - tsv / csv: a header record when ``header``, then one record a row.
     - json: an array of objects keyed by column name, one object a line (JSON and Markdown always
@@ -186,9 +209,9 @@ def write_rows(
         return len(table)
     records = _Records("\t" if fmt == "tsv" else ",")
     if header:
-        out.write(records.line(list(columns)) + end)
+        out.write(records.line([_csv_cell(c, sanitize_formulas) for c in columns]) + end)
     for row in rows:
-        out.write(records.line([cell_text(v) for v in row]) + end)
+        out.write(records.line([_csv_cell(v, sanitize_formulas) for v in row]) + end)
         count += 1
     return count
 
@@ -200,12 +223,13 @@ def format_rows(
     *,
     header: bool = True,
     newline: str | None = None,
+    sanitize_formulas: bool = False,
 ) -> str:
     """``rows`` as one text in ``fmt``, for the clipboard: ``write_rows``'s bytes without the line
     ending after the last line (as spreadsheets copy)."""
     end = platform_newline() if newline is None else newline
     buffer = io.StringIO()
-    write_rows(buffer, columns, rows, fmt, header=header, newline=end)
+    write_rows(buffer, columns, rows, fmt, header=header, newline=end, sanitize_formulas=sanitize_formulas)
     text = buffer.getvalue()
     return text[: -len(end)] if text.endswith(end) else text
 

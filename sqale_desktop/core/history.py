@@ -7,8 +7,15 @@ reruns the user made after editing a query.
 Crash safety: the file is in WAL mode with ``synchronous = FULL`` and every change is its own
 transaction.  A question is committed as ``running`` before its episode starts and the finished
 episode is committed in one transaction, so a crash or kill loses at most the episode in flight; the
-next :class:`History` opened on the file marks such entries ``interrupted`` (open one ``History`` per
-app start, not one per window: a second one would mark the first one's running episode).
+next :class:`History` opened on the file marks such entries ``interrupted``.
+
+Several windows (app processes) share the file, so "running" alone does not mean "lost": each
+entry records its owner, a token of the process that started it, and each process holds a lock file
+named by its token (``history-owners/<token>.lock``) for as long as it lives.  The operating system
+drops the lock when the process ends, however it ends (a crash, a kill -9), so a start marks
+``interrupted`` only the entries whose owner's lock can be taken, and leaves another live window's
+running episode alone.  Within one process, a new ``History`` is a new app start (open one per app
+start, not one per window): the entries an earlier one of this process left running are marked.
 
 Threads: every method opens its own short-lived connection, uses it and closes it, so a connection
 never leaves the thread that opened it (the house rule) and any thread of the UI's pool may call any
@@ -27,14 +34,20 @@ import contextlib
 import dataclasses
 import functools
 import json
+import os
+import re
 import sqlite3
+import threading
 import types
 import typing
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+import filelock
 
 from sqale_desktop.core import paths
 from sqale_desktop.core.agent.events import Episode
@@ -120,7 +133,12 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE entries ADD COLUMN duration_ms INTEGER")
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2]
+def _v3(conn: sqlite3.Connection) -> None:
+    """Running entries name the process that owns them (see the module docstring)."""
+    conn.execute("ALTER TABLE entries ADD COLUMN owner TEXT")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 """Step ``i`` migrates schema version ``i`` to ``i + 1``; append a step to change the schema."""
 
 
@@ -139,18 +157,22 @@ class History:
         """
         self.path = default_history_path() if path is None else Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._owners = _owners_for(self.path.parent / OWNERS_DIR)
         try:
             with self._connect() as conn:
                 conn.execute("PRAGMA journal_mode = WAL")
                 _migrate(conn, MIGRATIONS)
                 with _immediate(conn):
-                    ids = [r[0] for r in conn.execute("SELECT id FROM entries WHERE state = 'running'")]
-                    conn.execute(
-                        "UPDATE entries SET state = 'interrupted', finished_at = ? WHERE state = 'running'",
-                        (_now(),),
+                    running = conn.execute("SELECT id, owner FROM entries WHERE state = 'running'")
+                    ids = [entry for entry, owner in running.fetchall() if not self._owners.alive(owner)]
+                    now = _now()
+                    conn.executemany(
+                        "UPDATE entries SET state = 'interrupted', finished_at = ? WHERE id = ?",
+                        [(now, entry) for entry in ids],
                     )
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"the history file {self.path} cannot be used: {exc}") from exc
+        self._owners.forget_dead()
         self.interrupted_at_start: tuple[int, ...] = tuple(ids)
         """Entries that were running when the app last stopped (the UI may say so)."""
 
@@ -203,7 +225,13 @@ class History:
         now = _now()
         with self._write() as conn:
             entry_id = _insert_entry(
-                conn, conversation_id, now, kind="question", state="running", question=question
+                conn,
+                conversation_id,
+                now,
+                kind="question",
+                state="running",
+                question=question,
+                owner=self._owners.token,
             )
         return entry_id
 
@@ -267,6 +295,63 @@ class History:
         if row is None:
             raise KeyError(entry_id)
         return _entry(row)
+
+
+OWNERS_DIR = "history-owners"
+_TOKEN = re.compile(r"[0-9]+-[0-9a-f]{16}")
+
+
+class _Owners:
+    """This process's owner token, the lock that says it is alive, and the test for other tokens."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.token = f"{os.getpid()}-{uuid.uuid4().hex[:16]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self._lock = filelock.FileLock(folder / f"{self.token}.lock", timeout=0)
+        self._lock.acquire()  # held until the process ends; a fresh name, so never contended
+
+    def alive(self, owner: str | None) -> bool:
+        """Whether the process behind ``owner`` still runs (never: an entry of this process, left
+        by an earlier ``History`` of it, or of a version that recorded no owner)."""
+        if owner is None or owner == self.token or not _TOKEN.fullmatch(owner):
+            return False
+        return not _take(self.folder / f"{owner}.lock")
+
+    def forget_dead(self) -> None:
+        """Remove the lock files of processes that have ended (one is left per app start)."""
+        for path in self.folder.glob("*.lock"):
+            if path.stem != self.token and _take(path):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+def _take(path: Path) -> bool:
+    """Whether the lock at ``path`` is free (its process has ended); a missing file is free."""
+    if not path.exists():
+        return True
+    probe = filelock.FileLock(path, timeout=0)
+    try:
+        probe.acquire()
+    except filelock.Timeout:
+        return False
+    except OSError:
+        return False  # not ours to open: leave it, and its entries, alone
+    probe.release()
+    return True
+
+
+_OWNERS: dict[Path, _Owners] = {}
+_OWNERS_LOCK = threading.Lock()
+
+
+def _owners_for(folder: Path) -> _Owners:
+    """One owner per process and folder: every ``History`` of this process writes the same token."""
+    with _OWNERS_LOCK:
+        owners = _OWNERS.get(folder)
+        if owners is None:
+            owners = _OWNERS[folder] = _Owners(folder)
+        return owners
 
 
 @contextlib.contextmanager

@@ -131,8 +131,8 @@ def with_settings(protocol: AgentProtocol, settings: Settings) -> AgentProtocol:
 def episode_fn(settings: Settings, protocol: AgentProtocol | None = None) -> EpisodeFn:
     """The real episode: ``core.agent.loop.run_episode`` with a ``ToolBox`` over the database.
 
-    ``protocol`` ``None`` uses the built-in one.  The settings cap the answer's rows; the model
-    sees as many rows as in training.
+    ``protocol`` ``None`` uses the built-in one.  The settings cap the answer's rows and set the
+    turn's tool budget; the model sees as many rows as in training.
     """
     from sqale_desktop.core.agent.loop import run_episode
     from sqale_desktop.core.tools import ToolBox
@@ -140,7 +140,14 @@ def episode_fn(settings: Settings, protocol: AgentProtocol | None = None) -> Epi
     def run(engine: Engine, db: Any, question: str, cancel: threading.Event) -> Iterator[Event]:
         chosen = fit_protocol(protocol, getattr(engine, "n_ctx", None))
         yield from run_episode(
-            question, db, ToolBox(db), engine, chosen, cancel=cancel, result_rows=settings.max_rows
+            question,
+            db,
+            ToolBox(db),
+            engine,
+            chosen,
+            cancel=cancel,
+            result_rows=settings.max_rows,
+            turn_tool_seconds=settings.turn_tool_time_s,
         )
 
     return run

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from sqale_desktop.core import paths
+from sqale_desktop.core import json_input, paths
 from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
 
 SCHEMA_VERSION = 1
@@ -26,6 +26,9 @@ RECENT_DATABASES_CAP = 10
 
 EngineName = Literal["llama", "openai", "replay"]
 Theme = Literal["system", "light", "dark"]
+# CSV cells that start like a formula (=, +, -, @, tab, CR) are run by spreadsheet apps;
+# "sanitize" writes them with a leading apostrophe (see core.export_formats), "keep" unchanged.
+CsvFormulas = Literal["keep", "sanitize"]
 
 # The range of every number the user can set: checked when the file is read (a value outside it
 # falls back to its default, with a note) and used as the settings dialog's spin-box bounds, so the
@@ -41,12 +44,14 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "top_k": (0, 1000),  # 0: off
     "min_p": (0.0, 1.0),
     "query_time_limit_s": (0.5, 3600.0),
+    "turn_tool_time_s": (1.0, 3600.0),
     "max_rows": (1, 10_000_000),
 }
 
 ENGINES: tuple[str, ...] = get_args(EngineName)
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
 THEMES: tuple[str, ...] = get_args(Theme)
+CSV_FORMULAS: tuple[str, ...] = get_args(CsvFormulas)
 SPECULATION: tuple[str, ...] = get_args(Speculation)
 
 
@@ -73,6 +78,8 @@ class Settings:
     top_k: int = 20
     min_p: float = 0.0
     query_time_limit_s: float = 10.0
+    turn_tool_time_s: float = 30.0
+    """The wall-clock time the tool calls of one agent turn share (the loop's per-turn budget)."""
     max_rows: int = 1000
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"
@@ -80,6 +87,8 @@ class Settings:
     """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
     export_folder: str = ""  # where the last export went; the export dialog starts there
     speculation: Speculation = "off"
+    csv_formulas: CsvFormulas = "keep"
+    """Off by default ("keep"), so exported data round-trips byte for byte."""
 
     def add_recent_database(self, path: str | os.PathLike[str]) -> None:
         """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""
@@ -113,6 +122,8 @@ def _valid(name: str, value: Any) -> bool:
         return value in THEMES
     if name == "speculation":
         return value in SPECULATION
+    if name == "csv_formulas":
+        return value in CSV_FORMULAS
     if name == "gpu_layers":
         if isinstance(value, str):
             return value in GPU_LAYER_MODES
@@ -164,15 +175,16 @@ def load(path: Path | None = None) -> LoadResult:
     """Read the settings file; a missing file gives the defaults, a broken one a note too."""
     target = path or settings_path()
     try:
-        raw = target.read_text(encoding="utf-8")
+        raw = target.read_bytes()
     except FileNotFoundError:
         return LoadResult(Settings())
     except OSError as exc:
         return LoadResult(Settings(), f"Could not read settings ({exc.strerror}); using defaults.")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return LoadResult(Settings(), f"The settings file {target} is corrupt; using defaults.")
+        # decoding inside the try too: one byte that is not UTF-8 is a corrupt file, not a crash
+        data = json_input.loads(raw)
+    except ValueError as exc:
+        return LoadResult(Settings(), f"The settings file {target} is corrupt ({exc}); using defaults.")
     if not isinstance(data, dict):
         return LoadResult(Settings(), f"The settings file {target} is corrupt; using defaults.")
     settings, rejected = from_dict(data)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core import settings
 from sqale_desktop.core.export_formats import write_rows
 
 ExportFormat = Literal["csv", "tsv", "json"]
@@ -42,18 +43,30 @@ def export_rows(
     fmt: ExportFormat,
     cancel: threading.Event | None = None,
     newline: str | None = None,
+    sanitize_formulas: bool | None = None,
 ) -> int:
     """Write ``rows`` to ``path``; returns the number of rows written.
 
     CSV and TSV: a header record, every record ended by ``newline`` (the platform's by default;
     pass ``"\\r\\n"`` for RFC 4180).  JSON: an array of objects keyed by column name, one a line.
     Cells follow ``core.export_formats``' rules (NULL, BLOB ``X'01FF'``, floats exactly, strict JSON).
+    ``sanitize_formulas``: ``None`` follows the saved setting (``csv_formulas``), read here so that
+    every export path gets it without each caller passing it.
     """
+    if sanitize_formulas is None:
+        sanitize_formulas = settings.load().settings.csv_formulas == "sanitize"
     path = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            count = write_rows(handle, columns, _watched(rows, cancel), fmt, newline=newline)
+            count = write_rows(
+                handle,
+                columns,
+                _watched(rows, cancel),
+                fmt,
+                newline=newline,
+                sanitize_formulas=sanitize_formulas,
+            )
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

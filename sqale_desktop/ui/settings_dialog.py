@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -145,8 +146,22 @@ class SettingsDialog(QDialog):
         self.time_limit = _double("query_time_limit_s", settings.query_time_limit_s, 1.0, 1)
         self.time_limit.setSuffix(" s")
         form.addRow("Query time limit", self.time_limit)
+        self.tool_budget = _double("turn_tool_time_s", settings.turn_tool_time_s, 5.0, 0)
+        self.tool_budget.setSuffix(" s")
+        self.tool_budget.setToolTip(
+            "The time the tool calls of one agent turn share; a call still running when it is "
+            "spent is stopped, and the model is told so."
+        )
+        form.addRow("Tool time per turn", self.tool_budget)
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
+        self.csv_formulas = QCheckBox("Sanitize formulas in CSV exports", self)
+        self.csv_formulas.setChecked(settings.csv_formulas == "sanitize")
+        self.csv_formulas.setToolTip(
+            "Cells starting with =, +, -, @ (or a tab or carriage return) get a leading ' so a "
+            "spreadsheet shows them as text instead of running them. Off: the data round-trips as it is."
+        )
+        form.addRow("Exports", self.csv_formulas)
         self.theme = QComboBox(self)
         for key in ("system", "light", "dark"):
             self.theme.addItem(key.capitalize() if key != "system" else "Follow the system", key)
@@ -221,6 +236,8 @@ class SettingsDialog(QDialog):
             top_k=self.top_k.value(),
             min_p=round(self.min_p.value(), 4),
             query_time_limit_s=round(self.time_limit.value(), 3),
+            turn_tool_time_s=round(self.tool_budget.value(), 3),
+            csv_formulas="sanitize" if self.csv_formulas.isChecked() else "keep",
             max_rows=self.max_rows.value(),
             theme=self.theme.currentData(),
             speculation=self.speculation.currentData(),

@@ -13,6 +13,7 @@ from sqale_desktop import cli
 from sqale_desktop.core import secrets, settings
 from sqale_desktop.core.models.registry import Registry
 from tests.core.models.fakehub import FakeHub, FakeRepo
+from tests.core.models.test_registry import EMPTY_HEADER
 
 REPO = "alice/qwen3.5-2b-grpo-bird-GGUF"
 CKPT = "trl-lab/qwen3.5-2b-grpo-bird"
@@ -78,7 +79,7 @@ def test_search_download_list_verify_remove(
 
 def test_import_and_bad_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "mine.gguf"
-    good.write_bytes(b"GGUF" + b"\0" * 64)
+    good.write_bytes(EMPTY_HEADER + b"\0" * 44)
     assert cli.main(["models", "import", str(good), "--checkpoint", "M_SQaLe"]) == 0
     model_id = capsys.readouterr().out.split("\t")[0]
     assert Registry().get(model_id).source_checkpoint == "trl-lab/qwen3.5-2b-grpo-sqale"

@@ -179,3 +179,25 @@ def test_floats_round_trip_exactly_through_csv_and_json(values: list[float]) -> 
     records = strict_loads(format_rows(["x"], rows, "json"))
     assert isinstance(records, list)
     assert [r["x"] for r in records] == values
+
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(1)", "\t=1", "\r=1"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_formulas_are_sanitized_only_when_asked(fmt: str) -> None:
+    rows = [(text, -1, 2.5) for text in FORMULAS] + [("plain", None, b"=")]
+    kept = format_rows(["=cmd", "n", "x"], rows, fmt, newline="\n")  # type: ignore[arg-type]
+    read = list(csv.reader(io.StringIO(kept), delimiter="," if fmt == "csv" else "\t"))
+    assert [r[0] for r in read[1:-1]] == FORMULAS  # off by default: the data round-trips
+    safe = format_rows(["=cmd", "n", "x"], rows, fmt, newline="\n", sanitize_formulas=True)  # type: ignore[arg-type]
+    read = list(csv.reader(io.StringIO(safe), delimiter="," if fmt == "csv" else "\t"))
+    assert read[0] == ["'=cmd", "n", "x"]
+    assert [r[0] for r in read[1:-1]] == ["'" + text for text in FORMULAS]
+    assert read[1][1:] == ["-1", "2.5"]  # numbers are never touched
+    assert read[-1] == ["plain", "", "X'3D'"]
+
+
+def test_json_and_markdown_are_not_sanitized() -> None:
+    rows = [("=1+1",)]
+    assert format_rows(["c"], rows, "json", newline="\n", sanitize_formulas=True) == '[\n  {"c": "=1+1"}\n]'

@@ -335,3 +335,37 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
         assert [e.question for e in mine] == [f"t{n} q{i}" for i in range(rounds)]  # each thread's order kept
         assert all(e.episode == full_episode(e.question or "") for e in mine)
     assert len(store.list_conversations()) == threads_n + 1
+
+
+def test_a_second_app_start_leaves_another_live_windows_running_episode_alone(tmp_path: Path) -> None:
+    """Two windows share the file: the second start must not mark the first's episode interrupted;
+    once the first window's process has ended, the next start does."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path[:0] = [{str(Path(history.__file__).parents[2])!r}]
+        from sqale_desktop.core.history import History
+        store = History()
+        conversation = store.conversation_for({str(tmp_path / "shop.sqlite")!r})
+        print(store.add_question(conversation.id, "still thinking"), flush=True)
+        sys.stdin.read()  # alive until the test closes stdin
+        """
+    )
+    window = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert window.stdout is not None
+        running = int(window.stdout.readline())
+        second = History()
+        assert second.interrupted_at_start == ()
+        assert second.entry(running).state == "running"
+    finally:
+        assert window.stdin is not None
+        window.stdin.close()
+        window.wait(timeout=60)
+    third = History()
+    assert third.interrupted_at_start == (running,)
+    assert third.entry(running).state == "interrupted"
+    owners = list((third.path.parent / history.OWNERS_DIR).glob("*.lock"))
+    assert len(owners) == 1  # the ended window's lock file is gone, this process's stays

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -98,3 +99,101 @@ def test_install_sh_installs_into_a_home_and_uninstalls(tmp_path: Path) -> None:
     assert "installed" in install()  # a second install replaces the first
     assert "removed" in install("--uninstall")
     assert [p for p in local.rglob("*sqale-desktop*") if p.exists()] == []
+
+
+def _unpacked(tmp_path: Path) -> Path:
+    """A stand-in release folder (a script in place of the frozen program) holding install.sh."""
+    app = tmp_path / "unpacked" / "sqale-desktop"
+    resources = app / "_internal" / "resources"
+    resources.mkdir(parents=True)
+    for name in ("sqale-desktop.desktop", "sqale-desktop.svg"):
+        (resources / name).write_bytes((REPO / "resources" / name).read_bytes())
+    mime_xml = REPO / "packaging" / "linux" / "sqale-desktop-mime.xml"
+    (resources / "sqale-desktop-mime.xml").write_bytes(mime_xml.read_bytes())
+    program = app / "sqale-desktop"
+    program.write_text('#!/bin/sh\necho "opened $*"\n', encoding="utf-8")
+    program.chmod(0o755)
+    (app / "install.sh").write_bytes((REPO / "packaging" / "linux" / "install.sh").read_bytes())
+    return app
+
+
+def _run_install(app: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["sh", str(app / "install.sh"), *args], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _exec_argv(desktop: Path) -> list[str]:
+    """The Exec key as a desktop environment reads it (Desktop Entry spec 1.5, "The Exec key"):
+    the string escapes first (a doubled backslash is one, ``\\s`` a space), then the arguments:
+    split at spaces outside double quotes; inside them a backslash escapes ``"``, `` ` ``, ``$``
+    and ``\\``; ``%%`` is a literal %."""
+    lines = desktop.read_text(encoding="utf-8").splitlines()
+    (raw,) = [line[5:] for line in lines if line.startswith("Exec=")]
+    value = re.sub(r"\\(.)", lambda m: {"s": " ", "n": "\n", "t": "\t", "r": "\r"}.get(m[1], m[1]), raw)
+    args: list[str] = []
+    current: list[str] | None = None
+    quoted = False
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if quoted and char == "\\" and value[i + 1 : i + 2] in ('"', "`", "$", "\\"):
+            current = (current or []) + [value[i + 1]]
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+            current = current or []
+        elif char == " " and not quoted:
+            if current is not None:
+                args.append("".join(current))
+            current = None
+        else:
+            current = (current or []) + [char]
+        i += 1
+    if current is not None:
+        args.append("".join(current))
+    return [arg.replace("%%", "%") for arg in args]
+
+
+def test_install_sh_quotes_exec_for_a_home_with_spaces_and_specials(tmp_path: Path) -> None:
+    app = _unpacked(tmp_path)
+    home = tmp_path / "my home $HOME `x` \"q\" 100%"
+    home.mkdir()
+    _run_install(app, home)
+    launcher = home / ".local" / "bin" / "sqale-desktop"
+    desktop = home / ".local" / "share" / "applications" / "sqale-desktop.desktop"
+    argv = _exec_argv(desktop)
+    assert argv == [str(launcher), "%F"]
+    opened = subprocess.run([argv[0], "a b.sqlite"], capture_output=True, text=True, check=True)
+    assert opened.stdout == "opened a b.sqlite\n"
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str  # type: ignore[assignment,method-assign]
+    entry.read(desktop, encoding="utf-8")
+    assert entry["Desktop Entry"]["TryExec"] == str(launcher)  # no backslash in it: written as is
+
+
+def test_install_sh_leaves_a_launcher_it_did_not_create(tmp_path: Path) -> None:
+    """A ~/.local/bin/sqale-desktop from `pip install --user` survives install and --uninstall."""
+    app = _unpacked(tmp_path)
+    home = tmp_path / "home"
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    theirs = bin_dir / "sqale-desktop"
+    theirs.write_text("#!/bin/sh\necho pip's own\n", encoding="utf-8")
+    done = _run_install(app, home)
+    assert "not from this installer" in done.stderr
+    assert theirs.read_text(encoding="utf-8") == "#!/bin/sh\necho pip's own\n" and not theirs.is_symlink()
+    desktop = home / ".local" / "share" / "applications" / "sqale-desktop.desktop"
+    assert _exec_argv(desktop) == [str(home / ".local" / "lib" / "sqale-desktop" / "sqale-desktop"), "%F"]
+    _run_install(app, home, "--uninstall")
+    assert theirs.read_text(encoding="utf-8") == "#!/bin/sh\necho pip's own\n"
+    assert not desktop.exists()
+    other = bin_dir / "elsewhere"
+    other.write_text("#!/bin/sh\n", encoding="utf-8")
+    theirs.unlink()
+    theirs.symlink_to(other)  # a link, but not to the program folder: not ours either
+    _run_install(app, home)
+    _run_install(app, home, "--uninstall")
+    assert theirs.is_symlink() and theirs.resolve() == other

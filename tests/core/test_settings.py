@@ -135,3 +135,26 @@ def test_every_number_has_limits_and_the_defaults_are_inside() -> None:
     for name, (low, high) in settings.LIMITS.items():
         value = getattr(defaults, name)
         assert isinstance(value, str) or low <= value <= high, name
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"engine": "llama", "theme": "\xff"}', b"[" * 100_000 + b"]" * 100_000, b'{"a": ' * 100_000 + b"1"],
+    ids=["invalid-utf8", "nested-array", "nested-object"],
+)
+def test_damaged_files_fall_back_to_the_defaults_with_a_note(raw: bytes) -> None:
+    """One bad byte or a file nested 100,000 deep must not stop the window from starting."""
+    settings.settings_path().write_bytes(raw)
+    result = settings.load()
+    assert result.settings == Settings()
+    assert result.note is not None and "corrupt" in result.note
+
+
+def test_the_per_turn_tool_budget_and_csv_formulas_are_settings() -> None:
+    defaults = Settings()
+    assert (defaults.turn_tool_time_s, defaults.csv_formulas) == (30.0, "keep")
+    result = _load_with({"turn_tool_time_s": 90, "csv_formulas": "sanitize"})
+    assert (result.settings.turn_tool_time_s, result.settings.csv_formulas) == (90.0, "sanitize")
+    bad = _load_with({"turn_tool_time_s": 0, "csv_formulas": "yes"})
+    assert (bad.settings.turn_tool_time_s, bad.settings.csv_formulas) == (30.0, "keep")
+    assert bad.note is not None and "turn_tool_time_s" in bad.note and "csv_formulas" in bad.note

@@ -72,10 +72,21 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         "gpu_layers": dialog.gpu_layers, "n_threads": dialog.threads, "n_ctx": dialog.n_ctx,
         "temperature": dialog.temperature, "top_p": dialog.top_p, "top_k": dialog.top_k,
         "min_p": dialog.min_p, "query_time_limit_s": dialog.time_limit, "max_rows": dialog.max_rows,
+        "turn_tool_time_s": dialog.tool_budget,
     }  # fmt: skip
     assert set(boxes) == set(LIMITS)
     for name, box in boxes.items():
         assert (box.minimum(), box.maximum()) == pytest.approx(LIMITS[name]), name
+
+
+def test_tool_budget_and_csv_formulas_round_trip(qtbot: Any) -> None:
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.tool_budget.value() == 30.0 and not dialog.csv_formulas.isChecked()
+    dialog.tool_budget.setValue(120)
+    dialog.csv_formulas.setChecked(True)
+    result = dialog.result_settings()
+    assert (result.turn_tool_time_s, result.csv_formulas) == (120.0, "sanitize")
 
 
 def test_speculation_and_thread_choices_explain_themselves_and_round_trip(qtbot: Any) -> None:

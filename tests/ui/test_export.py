@@ -64,3 +64,16 @@ def test_csv_file_with_rfc4180_line_endings(tmp_path: Path) -> None:
     with lf.open(newline="", encoding="utf-8") as handle:
         assert list(csv.reader(handle, delimiter="\t"))[3] == ["3", "lone\rcr", "2.5"]
     assert lf.read_bytes().startswith(b"id\tname\tblob\n")
+
+
+def test_the_saved_setting_sanitizes_csv_formulas(tmp_path: Path) -> None:
+    import dataclasses
+
+    from sqale_desktop.core import settings
+
+    path = tmp_path / "out.csv"
+    export_rows(path, ["c"], [("=1+1",)], "csv", newline="\n")
+    assert path.read_text(encoding="utf-8") == "c\n=1+1\n"
+    settings.save(dataclasses.replace(settings.Settings(), csv_formulas="sanitize"))
+    export_rows(path, ["c"], [("=1+1",)], "csv", newline="\n")
+    assert path.read_text(encoding="utf-8") == "c\n'=1+1\n"

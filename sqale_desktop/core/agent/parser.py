@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlparse
 
+from sqale_desktop.core.engines.base import valid_text
 from sqale_desktop.core.tools.arguments import CallError, read_call
 from sqale_desktop.core.tools.specs import SPECS_BY_NAME
 
@@ -28,6 +29,8 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _SQL_LINE_START = re.compile(r"(?im)^[ \t]*(?:SELECT|WITH)\b")
 _SQL_ANYWHERE = re.compile(r"(?i)\bSELECT\s")
 _MAX_RAW = 400
+# A JSON escape that decodes to a surrogate (a lone one unless a low one follows a high one).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,36 @@ def find_calls(answer: str) -> list[ParsedCall]:
             continue
         raw = answer[start:end][:_MAX_RAW]
         position = end
+        if _SURROGATE_ESCAPE.search(answer, start, end):
+            obj = _valid_strings(obj)
         if isinstance(obj, dict):
             call = _call_from_object(obj, raw)
             if call is not None:
                 calls.append(call)
+
+
+def _valid_strings(value: Any) -> Any:
+    """``value`` with every string (mapping keys included) made valid UTF-8 by ``valid_text``.
+
+    The engines clean what they generate, but a JSON escape such as ``"\\ud800"`` only becomes a
+    lone surrogate here, when the call is decoded; left in, it fails the first strict encode (the
+    history, ``ask --json``).  Iterative, so a deep object the decoder accepted cannot recurse.
+    """
+    root = [value]
+    pending: list[tuple[list[Any] | dict[Any, Any], Any, Any]] = [(root, 0, value)]
+    while pending:
+        holder, slot, item = pending.pop()
+        if isinstance(item, str):
+            holder[slot] = valid_text(item)
+        elif isinstance(item, list):
+            copy = list(item)
+            holder[slot] = copy
+            pending.extend((copy, i, v) for i, v in enumerate(copy))
+        elif isinstance(item, dict):
+            copy_d = {valid_text(k) if isinstance(k, str) else k: v for k, v in item.items()}
+            holder[slot] = copy_d
+            pending.extend((copy_d, k, v) for k, v in copy_d.items())
+    return root[0]
 
 
 def _call_from_object(obj: dict[str, Any], raw: str) -> ParsedCall | None:

@@ -8,7 +8,9 @@ such strings.  Anything else (f-strings, function calls, computed values) is ski
 
 The file may also be hostile without running: a deeply nested expression exhausts the parser's or
 the evaluator's recursion, ``A1 = A0 + A0``, ``A2 = A1 + A1``, ... doubles a string to gigabytes.
-So the file's size, an expression's depth and every evaluated constant's size are bounded; past
+So the file's size, an expression's depth, every evaluated constant's size and the total size of
+all of them (thousands of constants each just within its own bound would still add up to
+gigabytes) are bounded; past
 any bound the file is refused as a whole (``UnsafeAgentFile``, a ``ValueError``), and the caller
 falls back to the built-in prompt with a note.
 """
@@ -28,6 +30,7 @@ _STR_METHODS = {"strip", "lstrip", "rstrip"}
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 200
 MAX_CONSTANT_CHARS = 256 * 1024
+MAX_TOTAL_CHARS = 4 * MAX_CONSTANT_CHARS  # the text of all the names the file defines, together
 
 
 class _Unknown(Exception):
@@ -56,6 +59,7 @@ def read_constants(path: Path) -> dict[str, Constant]:
     except (RecursionError, MemoryError):
         raise UnsafeAgentFile(f"{path.name} nests expressions too deeply to parse") from None
     constants: dict[str, Constant] = {}
+    total = 0
     for node in tree.body:
         targets: list[ast.expr]
         value: ast.expr | None
@@ -75,8 +79,17 @@ def read_constants(path: Path) -> dict[str, Constant]:
             raise UnsafeAgentFile(f"{path.name} nests an expression too deeply") from None
         for target in targets:
             if isinstance(target, ast.Name):
+                total += _chars(evaluated) - _chars(constants.get(target.id))
                 constants[target.id] = evaluated
+                if total > MAX_TOTAL_CHARS:
+                    raise UnsafeAgentFile(
+                        f"{path.name} holds more than {MAX_TOTAL_CHARS:,} characters in all in its constants"
+                    )
     return constants
+
+
+def _chars(value: Constant | None) -> int:
+    return len(value) if isinstance(value, str) else 0
 
 
 def _evaluate(node: ast.expr, known: dict[str, Constant], depth: int) -> Constant:

@@ -22,6 +22,7 @@ Qt-free, like all of ``core``; ``llama_cpp`` is imported lazily.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import re
 import sys
@@ -194,35 +195,28 @@ _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
 
 def read_footprint(path: Path) -> ModelFootprint | None:
-    """The model's offload costs, or None where the header cannot be read."""
-    try:
-        import gguf
+    """The model's offload costs, or None where the header cannot be read.
 
-        reader = gguf.GGUFReader(path)
-        arch = str(reader.fields["general.architecture"].contents())
-        n_layers = int(reader.fields[f"{arch}.block_count"].contents())
-    except (KeyError, ValueError, OSError, ImportError):
+    The header is read by ``core.models.gguf_info``'s bounded scanner (not ``gguf.GGUFReader``,
+    which a malformed file sends into IndexError, MemoryError or minutes of work): every failure
+    there is a ``GgufUnreadable``, and so is a block count that the tensors cannot back.
+    """
+    from sqale_desktop.core.models.gguf_info import GgufUnreadable
+
+    try:
+        arch, meta, layer_bytes, output, embedding = _footprint_header(path)
+    except GgufUnreadable:
         return None
 
     def number(key: str, default: int = 0) -> int:
-        field_ = reader.fields.get(f"{arch}.{key}")
-        if field_ is None:
-            return default
-        value = field_.contents()
+        value = meta.get(f"{arch}.{key}")
         if isinstance(value, list):
-            return int(max(value)) if value else default
+            value = max(value) if value else None
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            return default
         return int(value)
 
-    layer_bytes = [0] * n_layers
-    output = embedding = 0
-    for tensor in reader.tensors:
-        match = _BLOCK.match(tensor.name)
-        if match and int(match.group(1)) < n_layers:
-            layer_bytes[int(match.group(1))] += int(tensor.n_bytes)
-        elif tensor.name == "output.weight":
-            output = int(tensor.n_bytes)
-        elif tensor.name == "token_embd.weight":
-            embedding = int(tensor.n_bytes)
+    n_layers = len(layer_bytes)
     head_kv = number("attention.head_count_kv", number("attention.head_count"))
     heads = max(number("attention.head_count", 1), 1)
     head_dim = number("attention.key_length", number("embedding_length") // heads)
@@ -252,6 +246,43 @@ def read_footprint(path: Path) -> ModelFootprint | None:
         kv_bytes_per_token=tuple(kv),
         state_bytes=tuple(state),
     )
+
+
+def _footprint_header(path: Path) -> tuple[str, dict[str, Any], list[int], int, int]:
+    """Architecture, metadata, bytes per block, output head and embedding bytes; ``GgufUnreadable``
+    for any header this cannot use."""
+    from sqale_desktop.core.models.gguf_info import GgufUnreadable, read_header
+
+    try:
+        import gguf
+    except ImportError:
+        raise GgufUnreadable("the gguf package is not installed") from None
+    # every value but the tokenizer's (its arrays are the vocabulary: large, and not needed here)
+    header = read_header(path, lambda key: not key.startswith("tokenizer."), tensors=True)
+    arch = header.metadata.get("general.architecture")
+    n_layers = header.metadata.get(f"{arch}.block_count")
+    if not isinstance(arch, str) or not isinstance(n_layers, int) or isinstance(n_layers, bool):
+        raise GgufUnreadable(f"{path.name} names no architecture or block count")
+    if not 0 < n_layers <= len(header.tensors):  # every block holds at least one tensor
+        raise GgufUnreadable(f"{path.name} claims {n_layers:,} blocks for {len(header.tensors):,} tensors")
+    layer_bytes = [0] * n_layers
+    output = embedding = 0
+    for tensor in header.tensors:
+        try:
+            block_size, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(tensor.ggml_type)]
+        except (KeyError, ValueError):
+            raise GgufUnreadable(
+                f"{path.name}: tensor {tensor.name!r} has unknown type {tensor.ggml_type}"
+            ) from None
+        n_bytes = math.prod(tensor.shape) * type_size // block_size
+        match = _BLOCK.match(tensor.name)
+        if match and int(match.group(1)) < n_layers:
+            layer_bytes[int(match.group(1))] += n_bytes
+        elif tensor.name == "output.weight":
+            output = n_bytes
+        elif tensor.name == "token_embd.weight":
+            embedding = n_bytes
+    return arch, header.metadata, layer_bytes, output, embedding
 
 
 def reserve_bytes(free_bytes: int) -> int:

@@ -36,6 +36,12 @@ prefilling (no headers yet) or stalled mid-stream.  The socket is handed over by
 ``trace`` request extension (``connection.connect_tcp.complete`` / ``start_tls.complete``), the
 earliest point it exists, so a Stop during a long prefill is as prompt as one mid-stream.
 
+Limits a server cannot stretch: the read timeout restarts with every byte, so each completion also
+has a deadline (``completion_deadline_s``), enforced by the same watcher that hears Stop; the
+completion is cut on the client at ``max_tokens`` text chunks (or ``MAX_CHARS_PER_TOKEN`` times as
+many characters) for a server that ignores the parameter; and a 200 answer that holds no event at
+all is a malformed response, not an empty answer.
+
 Token counts come from the server's ``usage`` (asked for with ``stream_options.include_usage``);
 servers that do not report usage get approximate counts (one token per streamed chunk for
 completions, words and punctuation for the prompt).
@@ -51,6 +57,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,6 +74,14 @@ from sqale_desktop.core.engines.text_session import TextPromptSession, count_tok
 _log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0  # a CPU server may take minutes to prefill a long prompt
+# The whole of one completion, prefill and streaming together.  The read timeout above restarts
+# with every byte, so a server that trickles keep-alive comments (or one byte a second) would hold
+# an episode forever without it; a CPU server prefilling 16k tokens and writing 2k takes minutes.
+DEFAULT_COMPLETION_DEADLINE_S = 900.0
+# The client's own bound on a completion, for a server that ignores max_tokens: at most max_tokens
+# text chunks (a server streams one or more tokens per chunk) and max_tokens x this many characters
+# (a token of the agents' vocabulary is far shorter on average; this only stops a runaway).
+MAX_CHARS_PER_TOKEN = 32
 _WATCH_INTERVAL_S = 0.02
 _MAX_ERROR_BODY = 4000
 _MAX_LISTING = _MAX_ERROR_BODY * 16
@@ -85,6 +100,7 @@ class OpenAIEngine:
         model: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         template: str | None = None,
+        completion_deadline_s: float = DEFAULT_COMPLETION_DEADLINE_S,
     ) -> None:
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -104,6 +120,7 @@ class OpenAIEngine:
         self._api_key = api_key or None
         self._model = model
         self._timeout_s = timeout_s
+        self._deadline_s = completion_deadline_s
         self._template = template
         self._tls: ssl.SSLContext | None = None
         self._tls_lock = threading.Lock()
@@ -203,10 +220,13 @@ class OpenAISession(TextPromptSession):
         body = json.dumps(self._body(max_tokens, sampling)).encode("utf-8")
         self._finish = "stop"
         usage: dict[str, Any] | None = None
-        chunks = 0
+        chunks = chars = 0
+        char_cap = max_tokens * MAX_CHARS_PER_TOKEN
         answered = False
         started = time.perf_counter()
-        hangup = _Hangup(cancel)
+        hangup = _Hangup(cancel, time.monotonic() + engine._deadline_s)
+        seen = _Seen()
+        over = False
         try:
             with (
                 engine._client() as client,
@@ -224,7 +244,9 @@ class OpenAISession(TextPromptSession):
                     if response.status_code != 200:
                         raise EngineError(engine.redact(_http_error(response)))
                     response.encoding = "utf-8-sig"  # the spec's decoding (see the module docstring)
-                    for event in _payloads(source, cancel):
+                    for event in _payloads(source, cancel, seen):
+                        if hangup.expired:
+                            break
                         if "error" in event:
                             raise EngineError(
                                 engine.redact(f"the server reported an error: {_message(event)}")
@@ -233,17 +255,34 @@ class OpenAISession(TextPromptSession):
                             usage = event["usage"]
                         for choice in _choices(event):
                             text = valid_text(_choice_text(choice))
+                            if text and (chunks >= max_tokens or chars + len(text) > char_cap):
+                                # the server ignores max_tokens: keep what fits, stop reading
+                                text = text[: char_cap - chars] if chunks < max_tokens else ""
+                                over = True
                             if text:
                                 chunks += 1
+                                chars += len(text)
                                 self._parts.append(text)
                                 yield text
-                            if choice.get("finish_reason") == "length":
+                            if over or choice.get("finish_reason") == "length":
                                 self._finish = "length"
+                            if over:
+                                break
+                        if over:
+                            break
                 finally:
                     hangup.stop()  # before the response is closed and its socket released
             if cancel.is_set():
                 self._finish = "cancelled"
+            elif hangup.expired:
+                raise EngineError(engine.redact(_deadline_error(engine)))
+            elif not seen.events and not seen.done:
+                raise _malformed(
+                    "the answer held no completion events (is this an OpenAI-compatible server?)"
+                )
         except httpx2.HTTPError as exc:
+            if hangup.expired and not cancel.is_set():
+                raise EngineError(engine.redact(_deadline_error(engine))) from None
             if not cancel.is_set():
                 raise EngineError(engine.redact(_transport_error(exc, engine, answered))) from None
             self._finish = "cancelled"
@@ -290,7 +329,8 @@ class OpenAISession(TextPromptSession):
 
 
 class _Hangup:
-    """Shuts the request's socket down once ``cancel`` is set, so a blocked read returns at once.
+    """Shuts the request's socket down once ``cancel`` is set or the completion's deadline passes,
+    so a blocked read returns at once.
 
     ``trace`` is the request's httpcore trace callback: it receives each network stream as it is
     made (TCP, then TLS over it) and keeps its socket.  The watcher thread starts with the first
@@ -298,8 +338,11 @@ class _Hangup:
     the connection's business, and a shutdown is what wakes a ``recv`` blocked in another thread.
     """
 
-    def __init__(self, cancel: threading.Event) -> None:
+    def __init__(self, cancel: threading.Event, deadline: float) -> None:
         self._cancel = cancel
+        self._deadline = deadline
+        self.expired = False
+        """The completion's deadline (``time.monotonic()``) passed: the socket was shut down."""
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -332,7 +375,9 @@ class _Hangup:
         shut: socket.socket | None = None
         while not self._done.wait(_WATCH_INTERVAL_S):
             if not self._cancel.is_set():
-                continue
+                if time.monotonic() < self._deadline:
+                    continue
+                self.expired = True
             with self._lock:
                 if self._done.is_set():
                     return
@@ -346,7 +391,17 @@ class _Hangup:
                     shut = sock  # a TLS stream made after this is shut down in its turn
 
 
-def _payloads(source: httpx2.EventSource, cancel: threading.Event) -> Iterator[dict[str, Any]]:
+@dataclass
+class _Seen:
+    """What a stream held: JSON events, and whether it ended with ``[DONE]``.  A 200 answer with
+    neither (random bytes, a page that is not an event stream) is an error, not an empty answer:
+    recorded as ``no_answer`` it would count as wrong, and ``eval --resume`` would never rerun it."""
+
+    events: int = 0
+    done: bool = False
+
+
+def _payloads(source: httpx2.EventSource, cancel: threading.Event, seen: _Seen) -> Iterator[dict[str, Any]]:
     """The JSON objects of a server-sent event stream, up to ``[DONE]`` or a Stop."""
     for event in source:
         if cancel.is_set():
@@ -355,6 +410,7 @@ def _payloads(source: httpx2.EventSource, cancel: threading.Event) -> Iterator[d
         if not data:
             continue  # no data: not dispatched under the spec (keep-alive ids, retry hints)
         if data == "[DONE]":
+            seen.done = True
             return
         try:
             payload = json.loads(data)
@@ -362,6 +418,7 @@ def _payloads(source: httpx2.EventSource, cancel: threading.Event) -> Iterator[d
             raise _malformed(f"an event is not JSON ({data[:100]!r})") from None
         if not isinstance(payload, dict):
             raise _malformed(f"an event is not a JSON object ({data[:100]!r})")
+        seen.events += 1
         yield payload
 
 
@@ -428,6 +485,10 @@ def _transport_error(exc: httpx2.HTTPError, engine: OpenAIEngine, answered: bool
     if answered:
         return f"the connection to {where} broke: {_reason(exc)}"
     return f"cannot reach the server at {where}: {_reason(exc)}"
+
+
+def _deadline_error(engine: OpenAIEngine) -> str:
+    return f"the server at {engine.base_url} did not finish the completion within {engine._deadline_s:g} s"
 
 
 def _message(payload: Any) -> str:

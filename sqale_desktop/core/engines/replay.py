@@ -24,6 +24,7 @@ from sqale_desktop.core.engines.base import (
     EngineError,
     FinishReason,
     SamplingParams,
+    valid_text,
 )
 from sqale_desktop.core.engines.text_session import TOKEN_PATTERN, TextPromptSession, count_tokens
 
@@ -97,7 +98,8 @@ class ReplaySession(TextPromptSession):
         self._delay = delay
 
     def generate(self, max_tokens: int, sampling: SamplingParams, cancel: threading.Event) -> Iterator[str]:
-        text = self._script[self._next] if self._next < len(self._script) else ""
+        # a script (a JSON file) may hold lone surrogates; cleaned as every engine cleans its output
+        text = valid_text(self._script[self._next]) if self._next < len(self._script) else ""
         self._next += 1
         text, finish = _cut(text, max_tokens)
         self._finish = finish

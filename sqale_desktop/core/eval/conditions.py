@@ -1,13 +1,22 @@
 """Schema-size conditions (the paper's Figure 8): gold tables only, plus K distractors, or the full schema.
 
 A reduced database is a new SQLite file in the app's cache, never next to the source, which is
-only ever opened read-only (attached ``mode=ro``, or ``immutable=1`` where the core's opening
-rules say so).  It holds the chosen tables with every row (copied by SQLite itself, so values keep
-their exact types and bytes), their indexes, and the foreign keys whose both ends remain: a
-reference to a table that was left out is cut from the ``CREATE TABLE`` text, found with sqlglot's
-SQLite tokenizer, so every other byte of the original statement is kept (regenerating the DDL from
-a parse tree would turn ``INTEGER PRIMARY KEY`` into ``INT PRIMARY KEY`` and lose the rowid alias).
-Views and triggers are left out: they may name tables that are not there.
+only ever opened by the core's read-only path (``open_readonly`` / ``connect_readonly``: ``mode=ro``,
+or ``immutable=1`` where the opening rules say so, and the ``-shm`` a WAL source gets removed
+afterwards as for any open).  It holds the chosen tables with every row (values keep their exact
+storage class and bytes), their indexes, and the foreign keys whose both ends remain: a reference to
+a table that was left out is cut from the ``CREATE TABLE`` text, found with sqlglot's SQLite
+tokenizer, so every other byte of the original statement is kept (regenerating the DDL from a parse
+tree would turn ``INTEGER PRIMARY KEY`` into ``INT PRIMARY KEY`` and lose the rowid alias).
+Views and triggers are left out: they may name tables that are not there.  A virtual table is
+copied as a plain table of its data (an FTS index's shadow tables are not copied, nor offered as
+distractors); one whose module SQLite lacks (``vec0``, spatialite's) cannot be read and is left
+out, and a gold query that needs it gets an error naming it.
+
+The source's expressions are never evaluated unguarded: ``CHECK`` constraints not at all (the rows
+were checked when they were written), and what the copy must evaluate (stored generated columns,
+expression and partial indexes, a virtual table's module) runs in a child process under the time
+limit and Stop (``build_reduced``, ``reduce_child``).
 
 Distractors are chosen as the model card describes the training sampler: grown from the gold
 tables along foreign keys (breadth first, each ring in random order) until K are added, then filled
@@ -18,22 +27,36 @@ nothing away.  Choices are seeded per question, so a resumed run builds the same
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
+import queue
 import random
+import re
 import sqlite3
+import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from sqale_desktop.core.errors import KnownError
-from sqale_desktop.core.eval import sql_facts
+from sqale_desktop.core.eval import reduce_child, sql_facts
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token
 
+_log = logging.getLogger(__name__)
+
 DEFAULT_DISTRACTORS = 32
+DEFAULT_BUILD_TIME_LIMIT_S = 30.0  # per statement of a build, as the scorer's default query limit
+KILL_GRACE_S = 1.0  # past a step's limit, the progress handler had this long to end it itself
+CHILD_START_S = 120.0
+CHILD_MODULE = "sqale_desktop.core.eval.reduce_child"
+_POLL_S = 0.05
 ConditionKind = Literal["gold", "distractors", "full"]
 
 
@@ -68,25 +91,71 @@ def parse_condition(text: str) -> Condition:
 
 @dataclass(frozen=True)
 class SourceSchema:
-    """The tables of a source database in file order and its foreign-key graph (lower-cased names)."""
+    """The copyable tables of a source database in file order and its foreign-key graph.
+
+    ``ddl`` is ``None`` for a virtual table (copied as a plain table of its columns, since the copy
+    must not depend on the module).  ``uncopyable`` names the tables left out and why (a virtual
+    table whose module this SQLite lacks); shadow tables (an FTS index's own storage) are not
+    tables of the schema at all.  ``collations``: names the schema uses that SQLite lacks.
+    ``expressions``: some copied object evaluates an expression of the source when it is built
+    (a stored generated column, an index on an expression or with a ``WHERE``, a virtual table's
+    module), so the copy is made in a child process (see ``build_reduced``).
+    """
 
     tables: list[str]
-    ddl: dict[str, str]
+    ddl: dict[str, str | None]
     neighbours: dict[str, set[str]]
     references: dict[str, set[str]]  # table -> the tables its foreign keys point to
+    uncopyable: dict[str, str] = field(default_factory=dict)
+    indexes: list[tuple[str, str, str]] = field(default_factory=list)  # (table, name, sql)
+    collations: list[str] = field(default_factory=list)
+    expressions: frozenset[str] = frozenset()  # tables whose copy evaluates source expressions
+
+
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\s+TABLE\b", re.IGNORECASE)
+_MODULE = re.compile(r"\bUSING\s+([A-Za-z_]\w*)", re.IGNORECASE)
+_COLLATE = re.compile(r"""\bCOLLATE\s+("[^"]+"|'[^']+'|`[^`]+`|\[[^\]]+\]|\w+)""", re.IGNORECASE)
 
 
 def read_schema(conn: sqlite3.Connection) -> SourceSchema:
+    """The source's schema as the reduced copies need it (see ``SourceSchema``)."""
     rows = conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
         "AND sql IS NOT NULL ORDER BY rowid"
     ).fetchall()
-    tables = [str(name) for name, _ in rows]
-    ddl = {str(name): str(sql) for name, sql in rows}
+    kinds = _table_kinds(conn)
+    modules = _names(conn, "SELECT name FROM pragma_module_list")
+    virtual = {str(name): str(sql) for name, sql in rows if _VIRTUAL.match(str(sql))}
+    prefixes = tuple(name.lower() + "_" for name in virtual)
+    tables: list[str] = []
+    ddl: dict[str, str | None] = {}
+    uncopyable: dict[str, str] = {}
+    expressions: set[str] = set()
+    for raw_name, raw_sql in rows:
+        name, sql = str(raw_name), str(raw_sql)
+        if kinds.get(name) == "shadow" or (name not in virtual and name.lower().startswith(prefixes)):
+            continue  # an FTS (or other module's) own storage: rebuilt by the module, never a table
+        if name in virtual:
+            module = _MODULE.search(sql)
+            module_name = module.group(1) if module else "?"
+            if module_name.lower() not in modules:
+                uncopyable[name] = (
+                    f"it is a virtual table of the module {module_name}, which SQLite lacks here"
+                )
+                continue
+            expressions.add(name)
+            ddl[name] = None
+        else:
+            ddl[name] = sql
+            if _has_generated_columns(conn, name):
+                expressions.add(name)
+        tables.append(name)
     by_lower = {t.lower(): t for t in tables}
     neighbours: dict[str, set[str]] = {t: set() for t in tables}
     references: dict[str, set[str]] = {t: set() for t in tables}
     for table in tables:
+        if ddl[table] is None:
+            continue  # a virtual table has no foreign keys
         for fk in conn.execute("SELECT * FROM pragma_foreign_key_list(?)", (table,)).fetchall():
             parent = by_lower.get(str(fk[2]).lower())
             if parent is None:
@@ -95,7 +164,67 @@ def read_schema(conn: sqlite3.Connection) -> SourceSchema:
             if parent != table:
                 neighbours[table].add(parent)
                 neighbours[parent].add(table)
-    return SourceSchema(tables, ddl, neighbours, references)
+    indexes = [
+        (str(table), str(name), str(sql))
+        for table, name, sql in conn.execute(
+            "SELECT tbl_name, name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        )
+        if str(table) in ddl
+    ]
+    for table, name, _sql in indexes:
+        if _index_evaluates(conn, table, name):
+            expressions.add(table)
+    used = {m.strip("\"'`[]") for text in [*filter(None, ddl.values()), *(i[2] for i in indexes)]
+            for m in _COLLATE.findall(text)}  # fmt: skip
+    collations = sorted(name for name in used if not _has_collation(conn, name))
+    return SourceSchema(
+        tables, ddl, neighbours, references, uncopyable, indexes, collations, frozenset(expressions)
+    )
+
+
+def _table_kinds(conn: sqlite3.Connection) -> dict[str, str]:
+    """``PRAGMA table_list``'s type per table (``shadow`` for a module's storage; SQLite 3.37+)."""
+    try:
+        rows = conn.execute("SELECT name, type FROM pragma_table_list WHERE schema = 'main'")
+        return {str(name): str(kind) for name, kind in rows}
+    except sqlite3.Error:
+        return {}  # older SQLite: the name rule (``<virtual table>_...``) finds shadow tables
+
+
+def _has_collation(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether SQLite can compare with collation ``name`` (``pragma_collation_list`` also lists a
+    name the schema merely mentions, so it cannot tell)."""
+    try:
+        conn.execute(f"SELECT 'a' < 'b' COLLATE {_quote(name)}").fetchone()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def _names(conn: sqlite3.Connection, query: str) -> set[str]:
+    try:
+        return {str(row[0]).lower() for row in conn.execute(query)}
+    except sqlite3.Error:
+        return set()
+
+
+def _has_generated_columns(conn: sqlite3.Connection, table: str) -> bool:
+    try:
+        return any(row[6] in (2, 3) for row in conn.execute("SELECT * FROM pragma_table_xinfo(?)", (table,)))
+    except sqlite3.Error:
+        return True  # cannot tell: treat it as evaluating (the child copies it, or says why not)
+
+
+def _index_evaluates(conn: sqlite3.Connection, table: str, index: str) -> bool:
+    """Whether building ``index`` evaluates expressions: a column that is an expression (cid -2)
+    or a partial index's ``WHERE``."""
+    try:
+        if any(row[1] == -2 for row in conn.execute("SELECT * FROM pragma_index_xinfo(?)", (index,))):
+            return True
+        partial = conn.execute("SELECT partial FROM pragma_index_list(?) WHERE name = ?", (table, index))
+        return any(row[0] for row in partial)
+    except sqlite3.Error:
+        return True
 
 
 def gold_tables(gold_sql: str, schema: SourceSchema) -> list[str]:
@@ -148,85 +277,288 @@ def prepare_database(
     seed: int,
     question_key: str,
     cache: Path,
+    time_limit_s: float = DEFAULT_BUILD_TIME_LIMIT_S,
+    cancel: threading.Event | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> tuple[Path, list[str]]:
     """The database an episode runs on under ``condition``, and the gold tables found in it.
 
     ``full`` is the source itself (opened read-only by the episode); the others are reduced
-    copies under ``cache``, built once and reused (the file name is a digest of the source's
-    identity and the chosen tables in order).
+    copies under ``cache``, built once and reused: the file name is a digest of the source's
+    content (its bytes and its ``-wal``'s, see ``content_digest``) and the chosen tables in order.
+    Building runs each statement under ``time_limit_s`` and stops on ``cancel`` (see
+    ``build_reduced``); ``on_step`` hears each step as it starts (``"table t"``, ``"index i"``).
     """
     from sqale_desktop.core.db import DatabaseError, open_readonly
-    from sqale_desktop.core.db.opening import sqlite_uri
+    from sqale_desktop.core.db.opening import connect_readonly
 
     try:
+        # The core's own open: it counts this handle, so a -shm (and an empty -wal) that reading a
+        # WAL source creates is removed when it closes (core/db/shm.py), after the build below.
         probe = open_readonly(source)
     except DatabaseError as exc:
         raise ConditionError(str(exc)) from None
-    immutable = probe.immutable
-    probe.close()
-    uri = sqlite_uri(source, immutable=immutable)
-    conn = sqlite3.connect(uri, uri=True)
     try:
-        conn.execute("PRAGMA query_only = 1")
-        schema = read_schema(conn)
+        conn = connect_readonly(source, immutable=probe.immutable)
+        try:
+            schema = read_schema(conn)
+        except sqlite3.Error as exc:
+            raise ConditionError(f"cannot read the schema of {source.name}: {exc}") from None
+        finally:
+            conn.close()
+        gold = gold_tables(gold_sql, schema)
+        if condition.kind == "full":
+            return source, gold
+        wanted = sql_facts.tables(gold_sql)
+        for table, reason in schema.uncopyable.items():
+            if table.lower() in wanted:
+                raise ConditionError(
+                    f"{source.name}: the gold table {table} cannot be copied into a reduced "
+                    f"database: {reason}"
+                )
+        tables = choose_tables(schema, gold, condition, question_rng(seed, question_key))
+        identity = content_digest(source) + "|" + "\x00".join(tables)
+        target = cache / f"{source.stem}-{hashlib.sha256(identity.encode()).hexdigest()[:20]}.sqlite"
+        if not target.is_file():
+            build_reduced(
+                source,
+                probe.immutable,
+                schema,
+                tables,
+                target,
+                required=gold,
+                time_limit_s=time_limit_s,
+                cancel=cancel,
+                on_step=on_step,
+            )
+        return target, gold
     finally:
-        conn.close()
-    gold = gold_tables(gold_sql, schema)
-    if condition.kind == "full":
-        return source, gold
-    tables = choose_tables(schema, gold, condition, question_rng(seed, question_key))
-    info = source.stat()
-    identity = f"{source.resolve()}|{info.st_size}|{info.st_mtime_ns}|" + "\x00".join(tables)
-    target = cache / f"{source.stem}-{hashlib.sha256(identity.encode()).hexdigest()[:20]}.sqlite"
-    if not target.is_file():
-        build_reduced(uri, schema, tables, target)
-    return target, gold
+        probe.close()
 
 
-def build_reduced(source_uri: str, schema: SourceSchema, tables: Sequence[str], target: Path) -> None:
-    """Write ``tables`` (in this order) of the source into a new file ``target``, atomically."""
+_digests: dict[tuple[object, ...], str] = {}
+_digests_lock = threading.Lock()
+
+
+def content_digest(source: Path) -> str:
+    """A digest of what a reader of ``source`` sees: the bytes of the file and of its ``-wal``.
+
+    Another program's commit may sit in the ``-wal`` with the main file's size and modification
+    time unchanged, so those cannot key the cache.  Hashing is memoized per (inode, size,
+    modification and change time) of both files: the change time moves with every write and
+    cannot be set back, so an unchanged pair is hashed once per process, however many questions
+    ask about it.
+    """
+    files = [source, source.with_name(source.name + "-wal")]
+    stats: list[object] = []
+    for path in files:
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            stats.append(None)
+            continue
+        except OSError as exc:
+            raise ConditionError(f"cannot read {path}: {exc.strerror or exc}") from None
+        stats.append((str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    key = tuple(stats)
+    with _digests_lock:
+        known = _digests.get(key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256()
+    for path, stat in zip(files, stats, strict=True):
+        digest.update(b"\x00file\x00" if stat is not None else b"\x00none\x00")
+        if stat is None:
+            continue
+        try:
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:
+            raise ConditionError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = digest.hexdigest()
+    with _digests_lock:
+        _digests[key] = text
+    return text
+
+
+def build_reduced(
+    source: Path,
+    immutable: bool,
+    schema: SourceSchema,
+    tables: Sequence[str],
+    target: Path,
+    *,
+    required: Iterable[str] = (),
+    time_limit_s: float = DEFAULT_BUILD_TIME_LIMIT_S,
+    cancel: threading.Event | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> None:
+    """Write ``tables`` (in this order) of the source into a new file ``target``, atomically.
+
+    Each statement (a table's copy, an index) runs under ``time_limit_s`` and stops on ``cancel``.
+    Where a copied object evaluates the source's own expressions (``SourceSchema.expressions``),
+    the build runs in a child process (``reduce_child``) that is killed when a statement outlives
+    the limit by ``KILL_GRACE_S`` or on ``cancel``: one SQLite C call (a ``printf`` or ``trim``
+    bomb in an index expression) is deaf to the progress handler.  Otherwise nothing of the
+    source is evaluated and it runs here, with the same progress-handler deadline.  A distractor
+    that cannot be copied is left out (and logged); a gold table that cannot is an error.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, scratch = tempfile.mkstemp(prefix=".reduce-", suffix=".sqlite", dir=target.parent)
     os.close(handle)
+    gold = set(required)
     kept = {t.lower() for t in tables}
+    plan_tables = []
+    for table in tables:
+        ddl = schema.ddl[table]
+        if ddl is not None and any(parent.lower() not in kept for parent in schema.references[table]):
+            ddl = strip_references(ddl, kept)
+        plan_tables.append({"name": table, "ddl": ddl, "required": table in gold})
+    plan: dict[str, Any] = {
+        "source": str(source),
+        "immutable": immutable,
+        "target": scratch,
+        "time_limit_s": time_limit_s,
+        "tables": plan_tables,
+        "indexes": [{"table": t, "name": n, "sql": sql} for t, n, sql in schema.indexes if t.lower() in kept],
+        "collations": schema.collations,
+    }
     try:
-        # a URI connection, so that ATTACH reads the source's URI (mode=ro / immutable=1) as one
-        out = sqlite3.connect(Path(scratch).as_uri(), uri=True, isolation_level=None)
-        try:
-            out.execute("PRAGMA journal_mode = OFF")
-            out.execute("PRAGMA synchronous = OFF")
-            out.execute("ATTACH DATABASE ? AS src", (source_uri,))
-            out.execute("BEGIN")
-            for table in tables:
-                ddl = schema.ddl[table]
-                if any(parent.lower() not in kept for parent in schema.references[table]):
-                    ddl = strip_references(ddl, kept)
-                out.execute(ddl)
-                columns = [
-                    str(row[1])
-                    for row in out.execute("SELECT * FROM pragma_table_xinfo(?, 'src')", (table,))
-                    if row[6] in (0, 1)  # not a generated column
-                ]
-                names = ", ".join(_quote(c) for c in columns)
-                out.execute(
-                    f"INSERT INTO main.{_quote(table)} ({names}) SELECT {names} FROM src.{_quote(table)}"
-                )
-            indexes = out.execute(
-                "SELECT tbl_name, sql FROM src.sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-            ).fetchall()
-            for table_name, sql in indexes:
-                if str(table_name).lower() in kept:
-                    out.execute(sql)
-            out.execute("COMMIT")
-            out.execute("DETACH DATABASE src")
-        finally:
-            out.close()
+        if schema.expressions & set(tables):
+            messages = _build_in_child(plan, time_limit_s, cancel, on_step)
+        else:
+            messages = _build_here(plan, cancel, on_step)
+        for message in messages:
+            if "skipped" in message:
+                left_out, reason = message["skipped"], message["reason"]
+                _log.warning("%s: %s left out of %s: %s", source.name, left_out, target.name, reason)
         os.replace(scratch, target)
-    except sqlite3.Error as exc:
-        raise ConditionError(f"cannot build the reduced database {target.name}: {exc}") from None
     finally:
         if os.path.exists(scratch):
             os.unlink(scratch)
+
+
+def _build_here(
+    plan: dict[str, Any], cancel: threading.Event | None, on_step: Callable[[str], None] | None
+) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+
+    def say(message: dict[str, Any]) -> None:
+        if message.get("alive"):
+            return  # the deadline lives in the builder here; nothing to pass on
+        messages.append(message)
+        if "step" in message and on_step is not None:
+            on_step(str(message["step"]))
+
+    try:
+        reduce_child.build(plan, say, cancel=cancel)
+    except (reduce_child.BuildFailed, sqlite3.Error) as exc:
+        if cancel is not None and cancel.is_set():
+            raise ConditionError("building the reduced database was cancelled") from None
+        raise ConditionError(f"cannot build the reduced database: {exc}") from None
+    return messages
+
+
+def _build_in_child(
+    plan: dict[str, Any],
+    time_limit_s: float,
+    cancel: threading.Event | None,
+    on_step: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """Run ``reduce_child`` on ``plan``; kill it past a step's limit (plus grace) or on ``cancel``."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors:
+        return _run_child(plan, time_limit_s, cancel, on_step, errors)
+
+
+def _run_child(
+    plan: dict[str, Any],
+    time_limit_s: float,
+    cancel: threading.Event | None,
+    on_step: Callable[[str], None] | None,
+    errors: IO[str],
+) -> list[dict[str, Any]]:
+    from sqale_desktop.core.models.convert.child import child_command, child_env
+
+    process = subprocess.Popen(
+        child_command(CHILD_MODULE),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,  # a file, not a pipe: a chatty child can never block on a full pipe
+        env=child_env(),
+        text=True,
+        encoding="utf-8",
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read(stream: IO[str]) -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, args=(process.stdout,), name="reduce-child", daemon=True)
+    reader.start()
+    messages: list[dict[str, Any]] = []
+    try:
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(plan))
+            process.stdin.close()
+        except BrokenPipeError:
+            pass  # the child died at start: its exit status and stderr say why, below
+        # Starting the child (an interpreter and the core's imports) is not a statement: on a busy
+        # computer it alone can take longer than a short time limit.
+        deadline = time.monotonic() + CHILD_START_S
+        step = ""
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise ConditionError("building the reduced database was cancelled")
+            if time.monotonic() > deadline and not step:
+                raise ConditionError(
+                    f"cannot build the reduced database: its process did not start within {CHILD_START_S:g} s"
+                )
+            if time.monotonic() > deadline:
+                raise ConditionError(
+                    f"cannot build the reduced database: the {step} ran past the {time_limit_s:g} s "
+                    "time limit"
+                )
+            try:
+                line = lines.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # not the protocol's (a library's stray print): not ours to read
+            if message.get("alive"):
+                deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
+                continue
+            messages.append(message)
+            if "step" in message:
+                step = str(message["step"])
+                deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
+                if on_step is not None:
+                    on_step(step)
+            elif "error" in message:
+                raise ConditionError(f"cannot build the reduced database: {message['error']}")
+        process.wait()
+        if process.returncode != 0 or not any(m.get("done") for m in messages):
+            errors.seek(0)
+            detail = errors.read().strip().splitlines()
+            raise ConditionError(
+                f"cannot build the reduced database: the builder process failed ({process.returncode})"
+                + (f": {detail[-1]}" if detail else "")
+            )
+        return messages
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        reader.join()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def strip_references(ddl: str, kept: Iterable[str]) -> str:

@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.agent.loop import run_episode
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineError
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
 from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepare_database
 from sqale_desktop.core.eval.metrics import Metric
@@ -60,22 +62,90 @@ class RunOptions:
     parameters: float | None = None
 
 
+class RunFileError(KnownError):
+    """A run folder's ``run.json`` that cannot be read; the message says which file and why."""
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    """The run's ``run.json`` as a JSON object, or ``RunFileError`` saying what is wrong with it.
+
+    ``--resume`` and ``report`` read it; a file damaged by hand or by a full disk must end in a
+    message, not a traceback.
+    """
+    path = run_dir / RUN_FILE
+    try:
+        data = json_input.loads(path.read_bytes())
+    except OSError as exc:
+        raise RunFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise RunFileError(f"{path} is damaged: {exc}") from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{path} is damaged: expected a JSON object")
+    for key in ("settings", "engine", "protocol"):
+        if not isinstance(data.get(key, {}), dict):
+            raise RunFileError(f"{path} is damaged: {key!r} is not a JSON object")
+    return data
+
+
+# What a reader needs of each line, with the value a line lacking it (or holding the wrong type)
+# is read as: the shape of an episode that could not start (``_failed_record``).
+_RECORD_DEFAULTS: dict[str, Any] = {
+    "ended_by": "error",
+    "correct": False,
+    "rounds": 0,
+    "seconds": 0.0,
+}
+_RECORD_COUNTS: dict[str, tuple[str, ...]] = {
+    "tool_calls": ("total", "distinct"),
+    "tokens": ("prompt", "completion", "evaluated"),
+}
+
+
 def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
-    """Every line of the run's ``episodes.jsonl`` (a torn last line, from a kill -9, is skipped)."""
+    """Every usable line of the run's ``episodes.jsonl``.
+
+    Lines are decoded one by one, so a torn last line (a kill -9 mid-write, possibly inside a
+    multibyte character) is skipped like any line that is not a JSON object with an ``id``; a
+    line lacking a field the readers need is read with that field's default (see
+    ``_RECORD_DEFAULTS``) rather than failing the whole report.
+    """
     path = run_dir / EPISODES_FILE
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_bytes().split(b"\n"):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_input.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict):
-            records.append(record)
+        if isinstance(record, dict) and "id" in record:
+            records.append(_with_defaults(record))
     return records
+
+
+def _with_defaults(record: dict[str, Any]) -> dict[str, Any]:
+    for key, default in _RECORD_DEFAULTS.items():
+        if not _same_kind(record.get(key), default):
+            record[key] = default
+    for key, names in _RECORD_COUNTS.items():
+        counts = record.get(key)
+        counts = counts if isinstance(counts, dict) else {}
+        record[key] = {**counts, **{n: counts[n] if _same_kind(counts.get(n), 0) else 0 for n in names}}
+    if not isinstance(record["tool_calls"].get("per_round"), list):
+        record["tool_calls"]["per_round"] = []
+    return record
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether a JSON value can stand where ``default`` stands (an int for a float, never a bool
+    for a number)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
 
 
 def latest_by_question(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -199,9 +269,13 @@ class EvalRun:
                 seed=self.options.seed,
                 question_key=question.key,
                 cache=self.cache,
+                time_limit_s=self.options.time_limit_s,
+                cancel=self._cancel,
             )
             db = open_readonly(db_path)
         except (ConditionError, DatabaseError) as exc:
+            if self.cancelled:
+                return None  # Ctrl+C during a reduced copy's build: not an episode
             return _failed_record(question, condition, str(exc), time.perf_counter() - started)
         try:
             engine = self.engine_for(question, index)

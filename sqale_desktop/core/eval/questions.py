@@ -17,14 +17,15 @@ questions) is still usable, and the skipped count says how much of it was measur
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sqale_desktop.core import json_input
 from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.json_input import JsonInputError
 
 Format = Literal["plain", "spider", "bird", "sqale"]
 FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale")
@@ -179,6 +180,7 @@ def _bird(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
 
 
 def _finish(qset: QuestionSet) -> QuestionSet:
+    _refuse_duplicates(qset)
     kept = [q for q in qset.questions if q.db_path.is_file()]
     missing = len(qset.questions) - len(kept)
     if missing:
@@ -186,6 +188,19 @@ def _finish(qset: QuestionSet) -> QuestionSet:
         qset.notes.append(f"{missing} questions skipped: their database file is missing ({dbs} databases)")
     qset.questions = kept
     return qset
+
+
+def _refuse_duplicates(qset: QuestionSet) -> None:
+    """Two questions with one key (``1``, ``1`` or ``1``, ``"1"``) would both run, but predictions,
+    resumed runs and reports match questions by key and would count one: refuse the set instead."""
+    first: dict[str, int] = {}
+    for index, question in enumerate(qset.questions):
+        earlier = first.setdefault(question.key, index)
+        if earlier != index:
+            raise QuestionSetError(
+                f"{qset.source}: entries {earlier} and {index} share the id {question.key} "
+                "(ids are matched as text, so 1 and \"1\" are the same id)"
+            )
 
 
 def _require(rec: Any, keys: Sequence[str], path: Path, index: int) -> None:
@@ -206,11 +221,11 @@ def _records(path: Path) -> list[dict[str, Any]]:
     stripped = text.lstrip()
     try:
         if stripped.startswith("["):
-            data = json.loads(text)
+            data = json_input.loads(text)
         else:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError as exc:
-        raise QuestionSetError(f"{path} is not valid JSON or JSON Lines: {exc}") from None
+            data = [json_input.loads(line) for line in text.splitlines() if line.strip()]
+    except JsonInputError as exc:
+        raise QuestionSetError(f"{path} is not usable JSON or JSON Lines: {exc}") from None
     if not isinstance(data, list):
         raise QuestionSetError(f"{path}: expected a JSON list of questions")
     return data

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.errors import KnownError
-from sqale_desktop.core.eval.harness import RUN_FILE, latest_by_question, read_episodes
+from sqale_desktop.core.eval.harness import (
+    RUN_FILE,
+    RunFileError,
+    latest_by_question,
+    read_episodes,
+    read_run_json,
+)
 from sqale_desktop.core.eval.stats import McNemar, mcnemar, wilson
 
 CHARTS_DIR = "report_files"
@@ -69,9 +75,9 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not settings_path.is_file():
         raise ReportError(f"{run_dir} is not a run folder (no {RUN_FILE})")
     try:
-        settings = json.loads(settings_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"cannot read {settings_path}: {exc}") from None
+        settings = read_run_json(run_dir)
+    except RunFileError as exc:
+        raise ReportError(str(exc)) from None
     records = list(latest_by_question(read_episodes(run_dir)).values())
     if not records:
         raise ReportError(f"{run_dir} holds no finished episodes yet")

@@ -13,13 +13,13 @@ the same gold SQL.  One ``Scorer`` may be used from several threads (``eval run 
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core import json_input
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.errors import DatabaseError
 from sqale_desktop.core.eval.metrics import Metric, Row, multiset_f1, prepare_sql, results_match
@@ -84,12 +84,16 @@ class Scorer:
         self._gold: dict[tuple[Path, str], Execution] = {}
 
     def score(self, db_path: Path, gold_sql: str, pred_sql: str | None) -> Score:
-        """Run both queries on ``db_path`` and compare them under the metric."""
+        """Run both queries on ``db_path`` and compare them under the metric.
+
+        Without a prediction nothing runs: it is wrong whatever the gold query returns, and a
+        predictions file that covers a few of 100,000 questions must not run every gold query.
+        """
+        if not pred_sql or not pred_sql.strip():
+            return Score(False, None, "no prediction")
         gold = self.gold(db_path, gold_sql)
         if gold.rows is None:
             return Score(False, None, None, gold_error=gold.error)
-        if not pred_sql or not pred_sql.strip():
-            return Score(False, None, "no prediction")
         pred = self.execute(db_path, pred_sql)
         if pred.rows is None:
             return Score(False, None, pred.error)
@@ -156,8 +160,13 @@ class Scorer:
 
 
 def read_predictions(path: Path) -> dict[str, str]:
-    """``{"id": ..., "sql": ...}`` lines (JSON Lines) as ``{str(id): sql}``; raises ``ValueError``."""
+    """``{"id": ..., "sql": ...}`` lines (JSON Lines) as ``{str(id): sql}``; raises ``ValueError``.
+
+    ``sql`` is text or null (no prediction).  Ids are matched as text, so two lines whose ids read
+    the same (``1`` and ``"1"``) are refused rather than one silently replacing the other.
+    """
     predictions: dict[str, str] = {}
+    lines_of: dict[str, int] = {}
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -168,13 +177,21 @@ def read_predictions(path: Path) -> dict[str, str]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_input.loads(line)
         except ValueError as exc:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({exc})") from None
+            raise ValueError(f"{path}, line {number}: {exc}") from None
         if not isinstance(record, dict) or "id" not in record or "sql" not in record:
             raise ValueError(f'{path}, line {number}: expected {{"id": ..., "sql": "..."}}')
         sql = record["sql"]
-        predictions[str(record["id"])] = "" if sql is None else str(sql)
+        if sql is not None and not isinstance(sql, str):
+            raise ValueError(f"{path}, line {number}: sql must be text or null, not {type(sql).__name__}")
+        key = str(record["id"])
+        if key in lines_of:
+            raise ValueError(
+                f"{path}, line {number}: the id {key} was given already on line {lines_of[key]}"
+            )
+        lines_of[key] = number
+        predictions[key] = sql or ""
     return predictions
 
 

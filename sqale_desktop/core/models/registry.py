@@ -29,9 +29,10 @@ from typing import Any, Literal
 
 import filelock
 
-from sqale_desktop.core import paths
+from sqale_desktop.core import json_input, paths
 from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
 from sqale_desktop.core.models.files import HashProgress, require_gguf, sha256_file
+from sqale_desktop.core.models.gguf_info import GgufUnreadable, read_gguf_info
 
 REGISTRY_FILE = "models.json"
 _LOCK = threading.RLock()
@@ -219,6 +220,10 @@ class Registry:
         """Register a local GGUF file where it lies (validated by its magic, hashed once)."""
         resolved = path.expanduser().resolve()
         require_gguf(resolved)
+        try:
+            read_gguf_info(resolved)  # the whole header, not just the magic: what loading reads first
+        except GgufUnreadable as exc:
+            raise InvalidModelFile(str(exc)) from None
         known = self.find_by_path(resolved)
         sha = sha256_file(resolved, progress)
         if known is not None and known.sha256 == sha:
@@ -279,16 +284,18 @@ class Registry:
 
     def _read(self) -> dict[str, ModelRecord]:
         try:
-            raw = self._path.read_text(encoding="utf-8")
+            raw = self._path.read_bytes()
         except FileNotFoundError:
             return {}
         try:
-            data = json.loads(raw)
+            data = json_input.loads(raw)  # bad UTF-8 and deep nesting are a ValueError too
             items = data["models"]
+            if not isinstance(items, list):
+                raise ValueError("'models' is not a list")
             return {item["id"]: _record_from(item) for item in items}
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(
-                f"The model registry {self._path} is damaged ({type(exc).__name__}); "
+                f"The model registry {self._path} is damaged ({type(exc).__name__}: {exc}); "
                 "move it aside and re-import your models."
             ) from None
 
@@ -322,8 +329,33 @@ def _changed_message(record: ModelRecord, what: str) -> str:
 
 
 def _record_from(item: dict[str, Any]) -> ModelRecord:
-    known = {f.name for f in dataclasses.fields(ModelRecord)}
-    values = {k: v for k, v in item.items() if k in known}
+    """A record from its JSON object; ``ValueError`` naming the first field of the wrong type
+    (a ``"size": "big"`` would otherwise be accepted and fail wherever the size is shown)."""
+    if not isinstance(item, dict):
+        raise ValueError("an entry is not a JSON object")
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(ModelRecord):
+        if f.name not in item:
+            continue
+        value = item[f.name]
+        if not _of_type(value, f.type):
+            raise ValueError(f"entry {item.get('id')!r} has a bad {f.name}: {value!r:.40}")
+        values[f.name] = value
     if values.get("origin") not in ("hub", "import", "convert"):
-        raise ValueError("origin")
+        raise ValueError(f"entry {item.get('id')!r} has a bad origin")
     return ModelRecord(**values)
+
+
+def _of_type(value: Any, annotation: object) -> bool:
+    """Whether a JSON value fits a ``ModelRecord`` field's annotation (written as text here)."""
+    if isinstance(value, bool):
+        return False
+    if annotation in ("str", "Origin"):
+        return isinstance(value, str)
+    if annotation == "int":
+        return isinstance(value, int)
+    if annotation == "float":
+        return isinstance(value, int | float)
+    if annotation == "dict[str, str]":
+        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,14 @@ def smollm2() -> Path:
     return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+# The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
+# header, so a stand-in model file needs one before its arbitrary body.
+EMPTY_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
+
+
 def fake_gguf(tmp_path: Path, name: str = "My Model-Q4_K_M.gguf", body: bytes = b"x" * 1000) -> Path:
     path = tmp_path / name
-    path.write_bytes(b"GGUF" + body)
+    path.write_bytes(EMPTY_HEADER + body)
     return path
 
 
@@ -150,3 +156,37 @@ def test_usable_prefers_the_chosen_model_and_skips_missing_files(tmp_path: Path)
     assert registry.usable(second.id) == first  # the chosen file is gone: fall back
     Path(first.path).unlink()
     assert registry.usable(second.id) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"version": 1, "models": [{"id": "\xff"}]}', b"[" * 100_000 + b"]" * 100_000],
+    ids=["invalid-utf8", "nested-deep"],
+)
+def test_an_unreadable_registry_file_gives_clear_error(raw: bytes) -> None:
+    registry_path().write_bytes(raw)
+    with pytest.raises(ModelError, match="damaged"):
+        Registry().list()
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"), [("size", "big"), ("size", True), ("path", 3), ("extras", [1]), ("mtime", "x")]
+)
+def test_a_record_of_the_wrong_shape_gives_clear_error(tmp_path: Path, field: str, bad: object) -> None:
+    record = Registry().import_file(fake_gguf(tmp_path))
+    data = json.loads(registry_path().read_text())
+    data["models"][0][field] = bad
+    registry_path().write_text(json.dumps(data))
+    with pytest.raises(ModelError, match=f"damaged .*{field}"):
+        Registry().get(record.id)
+
+
+def test_models_list_says_the_registry_is_damaged(capsys: pytest.CaptureFixture[str]) -> None:
+    from sqale_desktop import cli
+
+    registry_path().parent.mkdir(parents=True, exist_ok=True)
+    registry_path().write_text('{"version": 1, "models": [{"id": "m", "path": "/m.gguf", "sha256": "0", '
+                               '"size": "big", "origin": "import"}]}')
+    assert cli.main(["models", "list"]) == 1
+    err = capsys.readouterr().err
+    assert "damaged" in err and "size" in err and "Traceback" not in err

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.models.registry import ModelChanged, Registry
+from tests.core.models.test_registry import EMPTY_HEADER
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -21,7 +22,7 @@ registry_file, folder, worker, count = Path(sys.argv[1]), Path(sys.argv[2]), sys
 sys.stdin.readline()  # start together
 for i in range(count):
     path = folder / f"w{worker}-{i}.gguf"
-    path.write_bytes(b"GGUF" + f"{worker}-{i}".encode() * 10)
+    path.write_bytes(b"GGUF\x03" + bytes(19) + f"{worker}-{i}".encode() * 10)  # an empty GGUF v3 header
     Registry(registry_file).import_file(path)
 """
 
@@ -50,7 +51,7 @@ def test_parallel_processes_lose_no_entry(tmp_path: Path) -> None:
 
 def _registered(tmp_path: Path) -> tuple[Registry, Path]:
     path = tmp_path / "model.gguf"
-    path.write_bytes(b"GGUF" + b"a" * 1000)
+    path.write_bytes(EMPTY_HEADER + b"a" * 980)  # 1,004 bytes
     registry = Registry()
     record = registry.import_file(path)
     assert record.mtime == path.stat().st_mtime
@@ -61,7 +62,7 @@ def test_a_file_modified_after_registration_is_refused(tmp_path: Path) -> None:
     registry, path = _registered(tmp_path)
     assert registry.usable() is not None
     stat = path.stat()
-    path.write_bytes(b"GGUF" + b"b" * 1000)  # same size, other content
+    path.write_bytes(EMPTY_HEADER + b"b" * 980)  # same size, other content
     os.utime(path, (stat.st_atime, stat.st_mtime + 10))
     with pytest.raises(ModelChanged, match="modified after it was registered: its sha256 is now"):
         registry.usable()
