@@ -2,7 +2,9 @@
 
 The episode loop is a generator of these events (like llm's agent loop): the CLI prints them, the
 window's agent worker appends them to a queue that the UI thread drains on a timer (not one Qt
-signal per event: see ``ui/agent_runner.py``), tests collect them.  Everything here is plain data.
+signal per event: see ``ui/agent_runner.py``), tests collect them.  Everything here is plain data,
+and every fact a face shows is in an event (GPT4All's chat view draws its items' roles, it never
+re-derives them): the protocol in force, why a turn ended, a turn without a tool call.
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ still running when it is spent is stopped (its query interrupted), and the calls
 run; the model reads why for each, so it can ask again next turn.  ``submit_sql`` always runs.
 Normal calls take milliseconds, so normal episodes never meet this budget.
 
+Events state what happened, so no face re-derives it: :class:`EpisodeStarted` carries the
+protocol in force (budgets fitted to the engine), each :class:`TurnFinished` the finish reason,
+the turn's token allowance, the budget that cut it (its own or the episode's) and whether a tool
+turn held no tool call; the turn's record keeps the same facts for a restored episode.
+
 Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`) — the one way to stop an
 episode, for the window's Stop, the CLI's Ctrl-C and the evaluation alike.  The engine checks it
 between tokens, the loop before each tool call and after each query, and the loop's own query
