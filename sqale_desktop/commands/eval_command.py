@@ -8,7 +8,6 @@ problem (message on stderr), 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import signal
 import sys
@@ -246,18 +245,23 @@ def run_run(args: argparse.Namespace) -> int:
     if not runtime.concurrent and args.concurrency > 1:
         print(f"note: the in-process {runtime.kind} engine runs one episode at a time", file=sys.stderr)
         args.concurrency = 1
-    with ExitStack() as engines:
+    from sqale_desktop.core.eval.engines import open_engines
+
+    with ExitStack() as stack:  # the run's engines are closed when it is over
         try:
-            engine_for, engine_facts, protocol = _engines(runtime, args, engines)
+            engines = open_engines(
+                runtime, stack, base_urls=args.base_url or (), replay=args.replay,
+                model=Path(args.model) if args.model else None, parameters=args.params,
+            )  # fmt: skip
         except KnownError as exc:  # a replay file or a model that cannot be read
             print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
             return EXIT_FAILED
         try:
-            _write_run_json(run_dir, args, qset, condition, runtime.kind, engine_facts, protocol)
+            _write_run_json(run_dir, args, qset, condition, runtime.kind, engines.facts, engines.protocol)
         except _Usage as exc:
             print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return _execute(run_dir, args, qset, condition, engine_for, engine_facts, runtime)
+        return _execute(run_dir, args, qset, condition, engines.engine_for, engines.facts, runtime)
 
 
 def _run_dir(args: argparse.Namespace) -> Path:
@@ -291,52 +295,6 @@ def _runtime(args: argparse.Namespace) -> Runtime:
         replay=Path(args.replay) if args.replay else None,
     )
     return choose(settings_from(args), flags)
-
-
-def _engines(
-    runtime: Runtime, args: argparse.Namespace, engines: ExitStack
-) -> tuple[Any, dict[str, Any], Any]:
-    """The per-question engine chooser, what run.json says about the engine, and the protocol
-    in force (the runtime's, fitted to the engine's context as every episode's is).
-
-    Every engine built here is closed when ``engines`` closes, after the run.
-    """
-    from sqale_desktop.core.runtime import close_engine, resolve
-
-    facts: dict[str, Any] = {"kind": runtime.kind, "parameters": args.params}
-    if runtime.kind == "replay":
-        from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for
-
-        facts["replay"] = args.replay
-        scripts: Any = gold_script if args.replay == "gold" else load_scripts(Path(args.replay))
-        return replay_engine_for(scripts), facts, runtime.protocol
-    if runtime.kind == "openai":
-        # One engine per server; the first URL is the runtime's own choice.
-        runtimes = [runtime] + [
-            resolve(runtime.settings, dataclasses.replace(runtime.choice, base_url=url))
-            for url in (args.base_url or [])[1:]
-        ]
-        built = [r.factory() for r in runtimes if r.factory is not None]
-        for engine in built:
-            engines.callback(close_engine, engine)
-        facts["base_urls"] = [getattr(e, "base_url", None) for e in built]
-        facts["server_model"] = getattr(built[0], "model", None)
-        if args.model:
-            facts["model"] = _model_facts(Path(args.model))
-        return (lambda question, index: built[index % len(built)]), facts, runtime.protocol_for(built[0])
-    assert runtime.factory is not None and runtime.model_path is not None  # choose() says so
-    facts["model"] = _model_facts(runtime.model_path)
-    facts["parameters"] = args.params or facts["model"].get("parameters")
-    engine = runtime.factory()
-    engines.callback(close_engine, engine)
-    facts["n_ctx"] = getattr(engine, "n_ctx", runtime.settings.n_ctx)  # clamped to the model's training
-    return (lambda question, index: engine), facts, runtime.protocol_for(engine)
-
-
-def _model_facts(path: Path) -> dict[str, Any]:
-    from sqale_desktop.core.eval.run_settings import gguf_facts
-
-    return gguf_facts(path)
 
 
 def _write_run_json(

@@ -199,7 +199,7 @@ def test_eval_run_closes_the_llama_engine(
     monkeypatch.setitem(runtime_mod.ENGINES, "llama", build)
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setattr("sqale_desktop.commands.eval_command._model_facts", lambda path: {})
+    monkeypatch.setattr("sqale_desktop.core.eval.engines.gguf_facts", lambda path: {})
     argv = ["eval", "run", str(questions), "--model", str(model), "--out", str(tmp_path / "run")]
     assert main(argv) == 0
     assert "1/1 correct" in capsys.readouterr().out
