@@ -37,13 +37,16 @@ SPIDER = SHARED / "text2sql/spider/questions.json"
 
 
 def harness_overhead(cache: Path, out: Path) -> dict[str, object]:
-    from sqale_desktop.core.agent.protocol import AgentProtocol
     from sqale_desktop.core.eval.harness import EvalRun, RunOptions
     from sqale_desktop.core.eval.questions import load_question_set
     from sqale_desktop.core.eval.replay import gold_script, replay_engine_for
+    from sqale_desktop.core.runtime import ModelChoice, resolve
+    from sqale_desktop.core.settings import Settings
 
     questions = load_question_set(SPIDER).questions
-    run = EvalRun(out, replay_engine_for(gold_script), AgentProtocol(), RunOptions(), cache=cache)
+    runtime = resolve(Settings(), ModelChoice("replay"))  # the window's episode, default settings
+    run = EvalRun(out, replay_engine_for(gold_script), runtime.episode, runtime.open_database,
+                  RunOptions(), cache=cache)  # fmt: skip
     started = time.perf_counter()
     records = list(run.run(questions))
     seconds = time.perf_counter() - started
@@ -90,6 +93,8 @@ def server_rates(quick: bool, cache: Path, out: Path) -> dict[str, object]:
     from sqale_desktop.core.engines.openai_http import OpenAIEngine
     from sqale_desktop.core.eval.harness import EvalRun, RunOptions
     from sqale_desktop.core.eval.questions import load_question_set
+    from sqale_desktop.core.runtime import ModelChoice, episode_fn, resolve
+    from sqale_desktop.core.settings import Settings
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -123,14 +128,16 @@ def server_rates(quick: bool, cache: Path, out: Path) -> dict[str, object]:
             prompt = "built-in training prompt, 2 tool turns, 64-token turns"
         questions = load_question_set(SPIDER).questions
         engine = OpenAIEngine(url)
+        settings = Settings()
+        open_database = resolve(settings, ModelChoice("openai", base_url=url)).open_database
         figures: dict[str, object] = {"prompt": prompt, "model": "SmolLM2-135M-Instruct.Q4_1.gguf"}
         offset = 0
         for concurrency in (1, 8):
             count = (4 if quick else 16) if concurrency == 1 else (8 if quick else 32)
             batch = questions[offset : offset + count]
             offset += count
-            run = EvalRun(out / f"c{concurrency}", lambda q, i: engine, protocol,
-                          RunOptions(concurrency=concurrency), cache=cache)  # fmt: skip
+            run = EvalRun(out / f"c{concurrency}", lambda q, i: engine, episode_fn(settings, protocol),
+                          open_database, RunOptions(concurrency=concurrency), cache=cache)  # fmt: skip
             started = time.perf_counter()
             records = list(run.run(batch))
             minutes = (time.perf_counter() - started) / 60

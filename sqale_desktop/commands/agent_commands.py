@@ -31,6 +31,7 @@ from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     Episode,
     EpisodeEnded,
+    EpisodeStarted,
     Event,
     FinalAnswer,
     TextDelta,
@@ -40,10 +41,12 @@ from sqale_desktop.core.agent.events import (
 )
 from sqale_desktop.core.agent.loop import EpisodeControl
 from sqale_desktop.core.db.render import render_cell
-from sqale_desktop.core.engines.base import EngineError
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.export_formats import json_text
+from sqale_desktop.core.runtime import COMMAND_ENGINES
 
 if TYPE_CHECKING:
+    from sqale_desktop.core.history import History
     from sqale_desktop.core.runtime import Runtime
     from sqale_desktop.core.settings import Settings
 
@@ -68,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     ask.add_argument(
         "--engine",
-        choices=("llama", "openai", "replay"),
+        choices=COMMAND_ENGINES,
         help="llama: the model in-process (default); openai: an OpenAI-compatible server "
         "(--base-url); replay: scripted completions (--replay)",
     )
@@ -90,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_settings_flags(ask)
     ask.add_argument("--trace", action="store_true", help="print thinking, calls and results as they stream")
     ask.add_argument("--json", action="store_true", help="print the finished episode as JSON")
+    ask.add_argument(
+        "--no-log",
+        action="store_true",
+        help="do not record the episode in the app's history (by default it joins the database's "
+        "conversation, as a question asked in the window does)",
+    )
     ask.set_defaults(handler=run_ask)
 
 
@@ -145,32 +154,31 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    from sqale_desktop.core.runtime import ChoiceError, close_engine
+
     settings = settings_from(args)
     try:
         runtime = _runtime(args, settings)
-        assert runtime.factory is not None  # _runtime raises _Usage otherwise
+        assert runtime.factory is not None  # choose() raises otherwise
         engine = runtime.factory()
-    except _Usage as exc:
+    except ChoiceError as exc:
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except EngineError as exc:
+    except KnownError as exc:  # the model or replay file cannot be read, the keyring refused
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    from sqale_desktop.core.db import DatabaseError
-
     try:
         from sqale_desktop.commands.db_commands import resolve_db
 
         db = runtime.open_database(resolve_db(args.db))
-    except DatabaseError as exc:
+    except KnownError as exc:
+        close_engine(engine)
         print(f"sqale-desktop ask: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    protocol = runtime.protocol
     trace_out = sys.stderr if args.json else sys.stdout
-    for note in protocol.notes:
+    for note in runtime.protocol.notes:
         print(f"note: {note}", file=sys.stderr)
-    if args.trace:
-        print(f"engine: {engine.describe()}; prompt: {protocol.prompt_source}", file=trace_out)
+    log = None if args.no_log else _HistoryLog.start(Path(args.db), args.question)
     control = EpisodeControl()
     episode: Episode | None = None
     try:
@@ -182,9 +190,9 @@ def run_ask(args: argparse.Namespace) -> int:
                     episode = event.episode
     finally:
         db.close()
-        close = getattr(engine, "close", None)
-        if callable(close):
-            close()
+        close_engine(engine)
+        if log is not None:
+            log.finish(episode)
     assert episode is not None  # run_episode always ends with EpisodeEnded
     if args.json:
         print(json_text(episode.to_json()))
@@ -195,38 +203,56 @@ def run_ask(args: argparse.Namespace) -> int:
     return EXIT_OK if episode.sql and episode.ended_by not in ("cancelled", "error") else EXIT_FAILED
 
 
-class _Usage(Exception):
-    """A combination of options that cannot work; the message says which."""
+class _HistoryLog:
+    """The question and its episode in the app's history, in the database's conversation (the
+    ``llm`` CLI logs every prompt the same way), so the window lists them with its own.
+
+    The question is committed as running before the episode starts, like the window's, so a
+    killed ``ask`` leaves an interrupted entry.  History trouble never stops the question: it is
+    said on stderr.
+    """
+
+    def __init__(self, history: History, entry_id: int) -> None:
+        self._history = history
+        self._entry_id = entry_id
+
+    @classmethod
+    def start(cls, db_path: Path, question: str) -> _HistoryLog | None:
+        from sqale_desktop.core.history import History
+
+        try:
+            history = History()
+            conversation = history.conversation_for(db_path, title=db_path.name)
+            return cls(history, history.add_question(conversation.id, question))
+        except Exception as exc:  # an unusable history file, text SQLite cannot store
+            print(f"note: the history does not record this question: {exc}", file=sys.stderr)
+            return None
+
+    def finish(self, episode: Episode | None) -> None:
+        """Store the finished episode; ``None`` (a bug ended the loop) leaves the entry running,
+        to be marked interrupted by the next start, as a crash in the window is."""
+        if episode is None:
+            return
+        try:
+            self._history.finish_episode(self._entry_id, episode)
+        except Exception as exc:
+            print(f"note: the history could not store this episode: {exc}", file=sys.stderr)
 
 
 def _runtime(args: argparse.Namespace, settings: Settings) -> Runtime:
-    """``core.runtime.resolve`` for the flags: the engine they name, else the settings' one."""
-    from sqale_desktop.core.runtime import ModelChoice, resolve
+    """``core.runtime.choose`` for the flags: the engine they name, else the settings' one."""
+    from sqale_desktop.core.runtime import EngineFlags, choose
 
-    kind = args.engine or ("replay" if args.replay else "openai" if args.base_url else settings.engine)
-    model_dir = Path(args.model_dir) if args.model_dir else None
-    if kind == "replay":
-        if not args.replay:
-            raise _Usage("--engine replay needs --replay FILE")
-        return resolve(settings, ModelChoice("replay", model_dir=model_dir, replay=Path(args.replay)))
-    if kind == "openai":
-        if not args.base_url and settings.engine != "openai":
-            raise _Usage("--engine openai needs --base-url URL (or a server chosen in the settings)")
-        choice = ModelChoice(
-            "openai", model_dir=model_dir, base_url=args.base_url, server_model=args.server_model,
-            api_key=_api_key(),
-        )  # fmt: skip
-        return resolve(settings, choice)
-    if args.model and not Path(args.model).is_file():
-        raise _Usage(f"no model file at {args.model}")
-    model = Path(args.model) if args.model else None
-    runtime = resolve(settings, ModelChoice("llama", model_path=model, model_dir=model_dir))
-    if runtime.factory is None:
-        raise _Usage(
-            "--engine llama needs --model GGUF_PATH, or an installed model "
-            "(sqale-desktop models download / import); or use --base-url / --replay"
-        )
-    return runtime
+    flags = EngineFlags(
+        engine=args.engine,
+        model=Path(args.model) if args.model else None,
+        model_dir=Path(args.model_dir) if args.model_dir else None,
+        base_url=args.base_url,
+        server_model=args.server_model,
+        api_key=_api_key,
+        replay=Path(args.replay) if args.replay else None,
+    )
+    return choose(settings, flags)
 
 
 def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -295,7 +321,9 @@ def _stop_on_ctrl_c(control: EpisodeControl) -> Iterator[None]:
 
 
 def _trace(event: Event, out: TextIO) -> None:
-    if isinstance(event, TurnStarted):
+    if isinstance(event, EpisodeStarted):
+        out.write(f"engine: {event.engine}; prompt: {event.protocol.prompt_source}\n")
+    elif isinstance(event, TurnStarted):
         label = (
             "final turn" if event.final else f"turn {event.turn} ({event.tool_turns_left} tool turns left)"
         )

@@ -14,13 +14,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from sqale_desktop.commands.agent_commands import add_settings_flags
+from sqale_desktop.core.runtime import COMMAND_ENGINES
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.runtime import Runtime
 
 FORMAT_CHOICES = ("plain", "spider", "bird", "sqale")
 METRIC_CHOICES = ("sqale", "spider", "bird")
@@ -61,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     _question_args(p)
     p.add_argument(
         "--engine",
-        choices=("llama", "openai", "replay"),
+        choices=COMMAND_ENGINES,
         help="llama: the model in-process (default), one episode at a time; openai: OpenAI-compatible "
         "server(s) (--base-url); replay: scripted completions (--replay)",
     )
@@ -218,9 +222,9 @@ class _Usage(Exception):
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from sqale_desktop.core.engines.base import EngineError
+    from sqale_desktop.core.errors import KnownError
     from sqale_desktop.core.eval.conditions import ConditionError, parse_condition
-    from sqale_desktop.core.eval.questions import QuestionSetError
+    from sqale_desktop.core.runtime import ChoiceError
 
     try:
         condition = parse_condition(args.condition)
@@ -228,26 +232,36 @@ def run_run(args: argparse.Namespace) -> int:
             raise _Usage("--concurrency must be at least 1")
         if args.out and args.resume and Path(args.out) != Path(args.resume):
             raise _Usage("give --out or --resume, not both")
-        kind = args.engine or ("replay" if args.replay else "openai" if args.base_url else "llama")
+        runtime = _runtime(args)
         qset = _load_questions(args)
         qset.select(limit=args.limit, sample=args.sample, seed=args.seed)
         run_dir = _run_dir(args)
-        engine_for, engine_facts, protocol = _engines(kind, args)
-    except (_Usage, ConditionError) as exc:
+    except (_Usage, ConditionError, ChoiceError) as exc:
         print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (QuestionSetError, EngineError) as exc:
+    except KnownError as exc:  # an unreadable question set
         print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    if kind == "llama" and args.concurrency > 1:
-        print("note: the in-process llama engine runs one episode at a time", file=sys.stderr)
+    if not runtime.concurrent and args.concurrency > 1:
+        print(f"note: the in-process {runtime.kind} engine runs one episode at a time", file=sys.stderr)
         args.concurrency = 1
-    try:
-        _write_run_json(run_dir, args, qset, condition, kind, engine_facts, protocol)
-    except _Usage as exc:
-        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return _execute(run_dir, args, qset, condition, engine_for, engine_facts, protocol)
+    from sqale_desktop.core.eval.engines import open_engines
+
+    with ExitStack() as stack:  # the run's engines are closed when it is over
+        try:
+            engines = open_engines(
+                runtime, stack, base_urls=args.base_url or (), replay=args.replay,
+                model=Path(args.model) if args.model else None, parameters=args.params,
+            )  # fmt: skip
+        except KnownError as exc:  # a replay file or a model that cannot be read
+            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            _write_run_json(run_dir, args, qset, condition, runtime.kind, engines.facts, engines.protocol)
+        except _Usage as exc:
+            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return _execute(run_dir, args, qset, condition, engines.engine_for, engines.facts, runtime)
 
 
 def _run_dir(args: argparse.Namespace) -> Path:
@@ -266,68 +280,21 @@ def _run_dir(args: argparse.Namespace) -> Path:
     return Path(f"sqale-eval-{now().replace(':', '').replace('+0000', 'Z')}")
 
 
-def _engines(kind: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
-    """The per-episode engine chooser, what run.json says about the engine, and the protocol.
+def _runtime(args: argparse.Namespace) -> Runtime:
+    """``core.runtime.choose`` over the app's settings with the flags over them, as ``ask`` does."""
+    from sqale_desktop.commands.agent_commands import _api_key, settings_from
+    from sqale_desktop.core.runtime import EngineFlags, choose
 
-    Engines and protocol come from ``core.runtime`` over the app's settings (sampling, context,
-    GPU layers, threads) and the flags, as for ``ask`` and the window.
-    """
-    from sqale_desktop.commands.agent_commands import settings_from
-    from sqale_desktop.core.runtime import ModelChoice, fit_protocol, resolve
-
-    settings = settings_from(args)
-    model_dir = Path(args.model_dir) if args.model_dir else None
-    facts: dict[str, Any] = {"kind": kind}
-    if kind == "replay":
-        from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for
-
-        if not args.replay:
-            raise _Usage("--engine replay needs --replay FILE (or --replay gold)")
-        facts["replay"] = args.replay
-        scripts: Any = gold_script if args.replay == "gold" else load_scripts(Path(args.replay))
-        facts["parameters"] = args.params
-        protocol = resolve(settings, ModelChoice("replay", model_dir=model_dir)).protocol
-        return replay_engine_for(scripts), facts, protocol
-    if kind == "openai":
-        from sqale_desktop.commands.agent_commands import _api_key
-
-        if not args.base_url:
-            raise _Usage("--engine openai needs --base-url URL")
-        key = _api_key()
-        runtimes = [
-            resolve(settings, ModelChoice("openai", model_dir=model_dir, base_url=url,
-                                          server_model=args.server_model, api_key=key))
-            for url in args.base_url
-        ]  # fmt: skip
-        engines = [runtime.factory() for runtime in runtimes if runtime.factory is not None]
-        facts["base_urls"] = [getattr(e, "base_url", None) for e in engines]
-        facts["server_model"] = getattr(engines[0], "model", None)
-        facts["parameters"] = args.params
-        if args.model:
-            facts["model"] = _model_facts(Path(args.model))
-        return (lambda question, index: engines[index % len(engines)]), facts, runtimes[0].protocol
-    model = Path(args.model) if args.model else None
-    if model is not None and not model.is_file():
-        raise _Usage(f"no model file at {model}")
-    runtime = resolve(settings, ModelChoice("llama", model_path=model, model_dir=model_dir))
-    if runtime.factory is None or runtime.model_path is None:
-        raise _Usage(
-            "--engine llama needs --model GGUF_PATH or an installed model; or use --base-url / --replay"
-        )
-    facts["model"] = _model_facts(runtime.model_path)
-    facts["parameters"] = args.params or facts["model"].get("parameters")
-    engine = runtime.factory()
-    n_ctx = getattr(engine, "n_ctx", settings.n_ctx)  # clamped to the model's training context
-    facts["n_ctx"] = n_ctx
-    # The harness runs the loop itself: the budgets follow the engine's context as in the window.
-    protocol = fit_protocol(runtime.protocol, n_ctx) or runtime.protocol
-    return (lambda question, index: engine), facts, protocol
-
-
-def _model_facts(path: Path) -> dict[str, Any]:
-    from sqale_desktop.core.eval.run_settings import gguf_facts
-
-    return gguf_facts(path)
+    flags = EngineFlags(
+        engine=args.engine,
+        model=Path(args.model) if args.model else None,
+        model_dir=Path(args.model_dir) if args.model_dir else None,
+        base_url=args.base_url[0] if args.base_url else None,
+        server_model=args.server_model,
+        api_key=_api_key,
+        replay=Path(args.replay) if args.replay else None,
+    )
+    return choose(settings_from(args), flags)
 
 
 def _write_run_json(
@@ -391,7 +358,7 @@ def _execute(
     condition: Any,
     engine_for: Any,
     engine: dict[str, Any],
-    protocol: Any,
+    runtime: Runtime,
 ) -> int:
     from sqale_desktop.core.eval.harness import EvalRun, RunOptions, finished_keys
     from sqale_desktop.core.paths import cache_dir
@@ -404,7 +371,10 @@ def _execute(
         time_limit_s=args.timeout,
         parameters=engine.get("parameters"),
     )
-    run = EvalRun(run_dir, engine_for, protocol, options, cache=cache_dir() / "eval" / "reduced")
+    run = EvalRun(
+        run_dir, engine_for, runtime.episode, runtime.open_database, options,
+        cache=cache_dir() / "eval" / "reduced",
+    )  # fmt: skip
     done = finished_keys(run_dir)
     todo = sum(1 for q in qset.questions if q.key not in done)
     print(f"run folder: {run_dir} ({todo} of {len(qset.questions)} questions to run)", file=sys.stderr)
@@ -426,9 +396,6 @@ def _execute(
         finally:
             if bar is not None:
                 bar.close()
-    close = getattr(engine_for, "close", None)
-    if callable(close):
-        close()
     if run.cancelled:
         print(f"stopped: {count} episodes saved; continue with --resume {run_dir}", file=sys.stderr)
         return EXIT_FAILED

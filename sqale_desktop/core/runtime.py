@@ -3,7 +3,10 @@
 The one home of "how a question becomes an episode": the window (``ui.app``) and the CLI
 (``ask``, ``eval run``) both call :func:`resolve`, so the same settings give the same prompt, the
 same sampling, the same context, GPU layers, threads, row cap and query time limit everywhere;
-the CLI's flags only change the settings or the choice before they get here.
+the CLI's flags only change the settings, and :func:`choose` turns its engine flags into a choice.
+Which engine a kind means is decided once, in the :data:`ENGINES` table of builders; the recorded
+demo episode is one of them ("recording"), so the window plays it like any other engine.  The
+faces (``ui``, ``commands``) never import ``core.engines``: what they need of an engine is here.
 
 Nothing heavy happens here: llama_cpp is imported and the model loaded only when the factory runs
 (on the window's agent thread, or in the CLI before its episode), and a broken registry means
@@ -19,14 +22,16 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqale_desktop.core.agent import protocol as protocol_files
 from sqale_desktop.core.agent.events import Event
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
-from sqale_desktop.core.engines.base import Engine, SamplingParams
-from sqale_desktop.core.settings import EngineName, Settings
+from sqale_desktop.core.engines.base import Engine as Engine  # re-exported: the faces type engines here
+from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -41,23 +46,74 @@ LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextv
 report loading progress (fraction 0..1) calls it; factories that cannot simply ignore it."""
 
 
+EngineKind = Literal["llama", "openai", "replay", "recording"]
+"""Every engine the runtime can build: the three a command or the settings name, and the recorded
+demo episode the window plays before a model is installed."""
+COMMAND_ENGINES: tuple[EngineKind, ...] = ("llama", "openai", "replay")
+"""The kinds ``ask --engine`` and ``eval run --engine`` accept."""
+
+
+class NoModelInstalled(KnownError):
+    """The window was asked a question while no usable model is installed."""
+
+
+class ChoiceError(KnownError):
+    """A command's engine flags name no usable engine; the message says which flag is missing."""
+
+
 @dataclass(frozen=True)
 class ModelChoice:
-    """Which engine, when the settings' own choice is not wanted (the CLI's flags).
+    """Which engine, when the settings' own choice is not wanted (the CLI's flags, the recording).
 
     ``None`` fields mean "what the settings say": the installed model of ``settings.model_id``
     for llama, ``settings.server_url`` for openai.  ``model_dir`` holds the model's
     ``sqale_agent.py`` and ``generation_config.json`` (default: the installed model's folder, or
     the GGUF's).  ``api_key`` ``None`` means the keyring's, read when the engine is built.
+    ``replay``: a file of completions (replay); ``completions`` and ``delay``: the recording's
+    completions and the pause between its streamed chunks.
     """
 
-    kind: EngineName
+    kind: EngineKind
     model_path: Path | None = None
     model_dir: Path | None = None
     base_url: str | None = None
     server_model: str | None = None
     api_key: str | None = None
     replay: Path | None = None
+    completions: tuple[str, ...] = ()
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class EngineFlags:
+    """A command's engine flags as given (``None``: not given); :func:`choose` decides from them.
+
+    ``api_key`` reads the server's key (the environment, then the keyring); it is called only when
+    the engine is a server, so no other engine touches the keyring.
+    """
+
+    engine: str | None = None
+    model: Path | None = None
+    model_dir: Path | None = None
+    base_url: str | None = None
+    server_model: str | None = None
+    api_key: Callable[[], str | None] | None = None
+    replay: Path | None = None
+
+
+@dataclass(frozen=True)
+class Built:
+    """What an engine builder decided: the factory (``None``: no usable engine), a line describing
+    it, the model's files, and whether one engine may run several episodes at once."""
+
+    factory: EngineFactory | None
+    description: str
+    model_path: Path | None = None
+    model_dir: Path | None = None
+    concurrent: bool = True
+
+
+EngineBuilder = Callable[[Settings, ModelChoice], Built]
 
 
 @dataclass(frozen=True)
@@ -70,45 +126,85 @@ class Runtime:
     protocol: AgentProtocol
     episode: EpisodeFn
     settings: Settings
+    choice: ModelChoice
     model_path: Path | None = None
     model_dir: Path | None = None
+    concurrent: bool = True
+    """False for the in-process llama engine: one episode at a time (it is not thread-safe)."""
+
+    @property
+    def kind(self) -> EngineKind:
+        return self.choice.kind
 
     def open_database(self, path: Path) -> ReadOnlyDatabase:
         """The agent's own read-only handle, with the settings' query time limit."""
         return open_tool_database(path, self.settings.query_time_limit_s)
+
+    def protocol_for(self, engine: Engine) -> AgentProtocol:
+        """The protocol an episode on ``engine`` runs with: its budgets fitted to the engine's
+        context (what :class:`~sqale_desktop.core.agent.events.EpisodeStarted` reports)."""
+        return fit_protocol(self.protocol, getattr(engine, "n_ctx", None)) or self.protocol
 
 
 def resolve(settings: Settings, choice: ModelChoice | None = None) -> Runtime:
     """The runtime for ``settings`` (and ``choice``, default: the settings' engine); never raises
     for a missing or broken model (``factory`` is then ``None`` and ``description`` says so)."""
     choice = choice or ModelChoice(kind=settings.engine)
-    factory: EngineFactory | None
-    model_path: Path | None = None
-    model_dir = choice.model_dir
-    if choice.kind == "replay":
-        factory, description = _replay_factory(choice.replay), "replay"
-    elif choice.kind == "openai":
-        url = choice.base_url or settings.server_url
-        factory, description = _server_factory(url, choice.api_key, choice.server_model), f"server {url}"
-    else:
-        model_path, description = choice.model_path, ""
-        if model_path is None:
-            record = _installed(settings.model_id)
-            if record is not None:
-                model_path, description = Path(record.path), record.name
-                model_dir = model_dir or Path(record.model_dir)
-        elif model_dir is None:
-            model_dir = model_path.parent
-        if model_path is None:
-            factory, description = None, "no model installed"
-        else:
-            factory = _local_factory(model_path, settings)
-            description = f"{description or model_path.name} (not loaded yet)"
+    built = ENGINES[choice.kind](settings, choice)
     # Looked up at call time, so a test (or a caller) that replaces load_protocol is heard.
-    protocol = with_settings(protocol_files.load_protocol(model_dir), settings)
+    protocol = with_settings(protocol_files.load_protocol(built.model_dir), settings)
     return Runtime(
-        factory, description, protocol, episode_fn(settings, protocol), settings, model_path, model_dir
+        built.factory,
+        built.description,
+        protocol,
+        episode_fn(settings, protocol),
+        settings,
+        choice,
+        built.model_path,
+        built.model_dir,
+        built.concurrent,
     )
+
+
+def choose(settings: Settings, flags: EngineFlags) -> Runtime:
+    """The runtime a command's flags ask for, over the settings; the one place that decides.
+
+    The engine is the one named, else the one the flags imply (``--replay``, ``--base-url``), else
+    the settings' own, as in the window.  Raises :class:`ChoiceError` for flags that cannot work.
+    """
+    named = flags.engine or ("replay" if flags.replay else "openai" if flags.base_url else settings.engine)
+    kind = next((known for known in COMMAND_ENGINES if known == named), None)
+    if kind is None:
+        raise ChoiceError(f"unknown engine {named!r} (one of {', '.join(COMMAND_ENGINES)})")
+    if kind == "replay" and flags.replay is None:
+        raise ChoiceError("--engine replay needs --replay FILE")
+    if kind == "openai" and not flags.base_url and settings.engine != "openai":
+        raise ChoiceError("--engine openai needs --base-url URL (or a server chosen in the settings)")
+    if kind == "llama" and flags.model is not None and not flags.model.is_file():
+        raise ChoiceError(f"no model file at {flags.model}")
+    choice = ModelChoice(
+        kind,
+        model_path=flags.model if kind == "llama" else None,
+        model_dir=flags.model_dir,
+        base_url=flags.base_url,
+        server_model=flags.server_model,
+        api_key=flags.api_key() if kind == "openai" and flags.api_key is not None else None,
+        replay=flags.replay,
+    )
+    runtime = resolve(settings, choice)
+    if runtime.factory is None and kind == "llama":
+        raise ChoiceError(
+            "--engine llama needs --model GGUF_PATH, or an installed model "
+            "(sqale-desktop models download / import); or use --base-url / --replay"
+        )
+    return runtime
+
+
+def close_engine(engine: Engine) -> None:
+    """Free what an engine holds (the llama model's memory); engines with nothing to free pass."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()
 
 
 def with_settings(protocol: AgentProtocol, settings: Settings) -> AgentProtocol:
@@ -185,6 +281,22 @@ def _installed(model_id: str) -> Any:
         return None
 
 
+def _llama(settings: Settings, choice: ModelChoice) -> Built:
+    model_path, model_dir, description = choice.model_path, choice.model_dir, ""
+    if model_path is None:
+        record = _installed(settings.model_id)
+        if record is not None:
+            model_path, description = Path(record.path), record.name
+            model_dir = model_dir or Path(record.model_dir)
+    elif model_dir is None:
+        model_dir = model_path.parent
+    if model_path is None:
+        return Built(None, "no model installed", None, model_dir, concurrent=False)
+    factory = _local_factory(model_path, settings)
+    description = f"{description or model_path.name} (not loaded yet)"
+    return Built(factory, description, model_path, model_dir, concurrent=False)
+
+
 def _local_factory(path: Path, settings: Settings) -> EngineFactory:
     n_ctx, threads, layers = settings.n_ctx, settings.n_threads, settings.gpu_layers
     speculation = settings.speculation
@@ -212,7 +324,10 @@ def _local_factory(path: Path, settings: Settings) -> EngineFactory:
     return local
 
 
-def _server_factory(url: str, api_key: str | None, model: str | None) -> EngineFactory:
+def _server(settings: Settings, choice: ModelChoice) -> Built:
+    url = choice.base_url or settings.server_url
+    api_key, model = choice.api_key, choice.server_model
+
     def server() -> Engine:
         from sqale_desktop.core import secrets
         from sqale_desktop.core.engines.openai_http import OpenAIEngine
@@ -221,13 +336,13 @@ def _server_factory(url: str, api_key: str | None, model: str | None) -> EngineF
         engine: Engine = OpenAIEngine(url, api_key=key, model=model)
         return engine
 
-    return server
+    return Built(server, f"server {url}", model_dir=choice.model_dir)
 
 
-def _replay_factory(path: Path | None) -> EngineFactory | None:
-    if path is None:
-        return None
-    script = path
+def _replay(settings: Settings, choice: ModelChoice) -> Built:
+    script = choice.replay
+    if script is None:
+        return Built(None, "replay", model_dir=choice.model_dir)
 
     def replay() -> Engine:
         from sqale_desktop.core.engines.replay import ReplayEngine
@@ -235,4 +350,28 @@ def _replay_factory(path: Path | None) -> EngineFactory | None:
         engine: Engine = ReplayEngine.from_file(script)
         return engine
 
-    return replay
+    return Built(replay, "replay", model_dir=choice.model_dir)
+
+
+def _recording(settings: Settings, choice: ModelChoice) -> Built:
+    """The recorded demo episode: its completions streamed in chunks of 8 characters, ``delay``
+    seconds apart (read at a human pace), while every tool call runs on the database now."""
+    completions, delay = list(choice.completions), choice.delay
+
+    def recording() -> Engine:
+        from sqale_desktop.core.engines.replay import ReplayEngine
+
+        engine: Engine = ReplayEngine(completions, chunk_chars=8, delay=delay)
+        return engine
+
+    return Built(recording, "recording", model_dir=choice.model_dir)
+
+
+ENGINES: dict[EngineKind, EngineBuilder] = {
+    "llama": _llama,
+    "openai": _server,
+    "replay": _replay,
+    "recording": _recording,
+}
+"""The one table of engines, by kind (simonw/llm's registry): :func:`resolve` looks the builder
+up here and nobody else branches on an engine's kind."""

@@ -30,8 +30,16 @@ import shiboken6
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from sqale_desktop.core.agent.events import Event, TextDelta
-from sqale_desktop.core.engines.base import Engine
-from sqale_desktop.core.runtime import LOAD_PROGRESS, EngineFactory, EpisodeFn
+from sqale_desktop.core.errors import is_known
+from sqale_desktop.core.runtime import (
+    LOAD_PROGRESS,
+    Engine,
+    EngineFactory,
+    EpisodeFn,
+    NoModelInstalled,
+    Runtime,
+    close_engine,
+)
 from sqale_desktop.ui.workers import register_thread_owner
 
 log = logging.getLogger(__name__)
@@ -91,7 +99,7 @@ def merge_deltas(items: list[Item]) -> list[Item]:
         ):
             a, b = last.event, item.event
             if a.turn == b.turn and a.phase == b.phase:
-                text = TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase)
+                text = TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase, tokens=a.tokens + b.tokens)
                 merged[-1] = EventItem(item.episode_id, text)
                 continue
         merged.append(item)
@@ -125,8 +133,6 @@ class AgentWorker(QObject):
         self._queue: collections.deque[Item] = collections.deque()
         self._notified = False
         self._cancel_upto = 0
-        # Episodes that run on their own engine (the recorded demo) and leave the model alone.
-        self._overrides: dict[int, tuple[EngineFactory, EpisodeFn]] = {}
         # Set while the UI is not applying events.  A model streaming at full speed in pure Python
         # (the replay engine, a fast server) holds the GIL for 5 ms at a time, and every Qt call
         # the UI thread makes releases and re-takes the GIL, so a drain of a few dozen calls
@@ -167,20 +173,10 @@ class AgentWorker(QObject):
             if episode_fn is not None:
                 self._episode_fn = episode_fn
 
-    def set_override(self, episode_id: int, factory: EngineFactory, episode_fn: EpisodeFn) -> None:
-        """Run episode ``episode_id`` on an engine of its own (built by ``factory`` on the worker);
-        the model the worker holds is neither used nor dropped."""
-        with self._lock:
-            self._overrides[episode_id] = (factory, episode_fn)
-
     def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
         """Run later episodes with another function (a new protocol or sampling); the engine stays."""
         with self._lock:
             self._episode_fn = episode_fn
-
-    def episode_fn(self) -> EpisodeFn:
-        with self._lock:
-            return self._episode_fn
 
     def set_time_limit(self, seconds: float) -> None:
         """Apply a new query time limit to the tool databases already open (a float store is atomic)."""
@@ -210,7 +206,7 @@ class AgentWorker(QObject):
             return engine
         if factory is None:
             self.engine_state.emit("failed", "No model is installed: open the model manager to download one.")
-            raise RuntimeError("no model installed")
+            raise NoModelInstalled("no model installed")
         self.engine_state.emit("loading", "Loading the model…")
         last = [-1]
 
@@ -234,14 +230,18 @@ class AgentWorker(QObject):
         self.engine_state.emit("ready", engine.describe())
         return engine
 
-    @Slot(int, str, str)
-    def run_episode(self, episode_id: int, question: str, db_path: str) -> None:
+    @Slot(int, str, str, object)
+    def run_episode(self, episode_id: int, question: str, db_path: str, runtime: Runtime | None) -> None:
+        """Run one episode on the model, or, with ``runtime``, on that runtime's own engine
+        (built here for this episode and closed after it; the model stays as it is)."""
         cancel = threading.Event()
+        own: Engine | None = None
         try:
-            with self._lock:
-                override = self._overrides.pop(episode_id, None)
-            if override is not None:
-                engine, episode_fn = override[0](), override[1]
+            if runtime is not None:
+                if runtime.factory is None:
+                    raise NoModelInstalled(runtime.description)
+                engine = own = runtime.factory()
+                episode_fn = runtime.episode
             else:
                 engine = self._ensure_engine()
                 with self._lock:
@@ -259,12 +259,16 @@ class AgentWorker(QObject):
                     time.sleep(GIL_YIELD_S)  # let the UI thread take the GIL between its Qt calls
                     last_yield = time.perf_counter()
         except BaseException as exc:  # every worker catches everything and reports it
-            if not isinstance(exc, RuntimeError) or str(exc) != "no model installed":
+            if is_known(exc):
+                log.info("episode could not run: %s", exc)  # the message says it all
+            else:
                 log.exception("episode failed")
             self._push(EpisodeFailed(episode_id, exc))
         finally:
             with self._lock:
                 self._cancel = None
+            if own is not None:
+                close_engine(own)
             self._push(EpisodeDone(episode_id))
 
     def _database(self, path: Path) -> Any:
@@ -285,9 +289,8 @@ class AgentWorker(QObject):
         self._databases.clear()
         with self._lock:
             engine, self._engine = self._engine, None
-        close = getattr(engine, "close", None)
-        if callable(close):
-            close()
+        if engine is not None:
+            close_engine(engine)
 
 
 class AgentRunner(QObject):
@@ -297,14 +300,14 @@ class AgentRunner(QObject):
         items_ready(): the worker queued items; call ``drain()``.
         engine_state(str, str): forwarded from the worker.
         load_progress(int): forwarded from the worker (thousandths).
-        _run(int, str, str): internal, queued to the worker's ``run_episode``.
+        _run(int, str, str, object): internal, queued to the worker's ``run_episode``.
         _load(): internal, queued to the worker's ``load_engine``.
     """
 
     items_ready = Signal()
     engine_state = Signal(str, str)
     load_progress = Signal(int)
-    _run = Signal(int, str, str)
+    _run = Signal(int, str, str, object)
     _load = Signal()
 
     def __init__(
@@ -325,7 +328,6 @@ class AgentRunner(QObject):
         self.worker.engine_state.connect(self.engine_state)
         self.worker.load_progress.connect(self.load_progress)
         self._next_id = 0
-        self._running: set[int] = set()
         self._sink: ItemSink | None = None
         self._pending: collections.deque[Item] = collections.deque()
         self._drain_timer = QTimer(self)
@@ -385,23 +387,14 @@ class AgentRunner(QObject):
         if self._sink is not None and items:
             self._sink(items)
 
-    def ask(
-        self,
-        question: str,
-        db_path: Path,
-        engine_factory: EngineFactory | None = None,
-        episode_fn: EpisodeFn | None = None,
-    ) -> int:
+    def ask(self, question: str, db_path: Path, runtime: Runtime | None = None) -> int:
         """Queue an episode; returns its id (items carry it).
 
-        With ``engine_factory`` (and ``episode_fn``) the episode runs on that engine instead of
-        the model (a recording); the loaded model stays loaded.
+        ``runtime``: another engine choice for this one episode (``core.runtime.resolve``, e.g.
+        the recording); the loaded model stays loaded.
         """
         self._next_id += 1
-        self._running.add(self._next_id)
-        if engine_factory is not None:
-            self.worker.set_override(self._next_id, engine_factory, episode_fn or self.worker.episode_fn())
-        self._run.emit(self._next_id, question, str(db_path))
+        self._run.emit(self._next_id, question, str(db_path), runtime)
         return self._next_id
 
     def load_engine(self) -> None:
@@ -424,17 +417,11 @@ class AgentRunner(QObject):
         self.worker.ui_idle.set()
 
     def drain(self) -> list[Item]:
-        items = self.worker.drain()
-        for item in items:
-            if isinstance(item, EpisodeDone):
-                self._running.discard(item.episode_id)
-        return items
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._running)
+        return self.worker.drain()
 
     def is_busy(self) -> bool:
+        """The agent thread still runs (until :meth:`shutdown`); whether an episode runs is the
+        episode controller's ``busy``."""
         return shiboken6.isValid(self._thread) and self._thread.isRunning()
 
     def shutdown(self, timeout_ms: int = 15_000) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
@@ -207,9 +205,9 @@ class ChatPane(QWidget):
         self.reruns.clear()
         self.placeholder.show()
 
-    def begin(self, question: str, recording: bool = False, protocol: Any = None) -> EpisodeView:
+    def begin(self, question: str, recording: bool = False) -> EpisodeView:
         """A new live episode: the pane is busy until ``end``."""
-        view = self.add_episode(EpisodeView(question, self._content, recording=recording, protocol=protocol))
+        view = self.add_episode(EpisodeView(question, self._content, recording=recording))
         self.current = view
         self.question.clear()
         self.ask_button.setEnabled(False)

@@ -15,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
-from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
+from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, Item
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
@@ -60,14 +60,12 @@ class EpisodeController(QObject):
         """The tab whose episode is running, if one is."""
         return next((live.page for live in self._live.values()), None)
 
-    def start(
-        self,
-        page: DatabasePage,
-        question: str,
-        override: tuple[EngineFactory, EpisodeFn] | None = None,
-        recording: bool = False,
-    ) -> int:
-        """Queue ``question`` for ``page``: the chat shows it, the history keeps it; its id."""
+    def start(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int:
+        """Queue ``question`` for ``page``: the chat shows it, the history keeps it; its id.
+
+        ``runtime``: the engine choice of this one episode (``None``: the model), e.g. the recording.
+        """
+        recording = runtime is not None and runtime.kind == "recording"
         entry_id = None
         # A recording is a demonstration, not the user's conversation: it is not kept in the history
         # (restored, it would read as the model's own answer).
@@ -77,10 +75,7 @@ class EpisodeController(QObject):
             except Exception as exc:  # history trouble must not stop the question
                 log.warning("could not record the question: %s", exc)
         view = page.chat.begin(question, recording=recording)
-        if override is not None:
-            episode_id = self.runner.ask(question, page.path, *override)
-        else:
-            episode_id = self.runner.ask(question, page.path)
+        episode_id = self.runner.ask(question, page.path, runtime)
         self._live[episode_id] = _Live(page, view, entry_id, recording)
         self.running_changed.emit()
         return episode_id

@@ -1,4 +1,9 @@
-"""One question and the episode that answers it, built live from events or from a stored record."""
+"""One question and the episode that answers it, built live from events or from a stored record.
+
+The view renders what the events (or the stored turn records) say happened: a turn cut by its
+own or the episode's token budget, a tool turn without a tool call.  It derives none of it, so a
+model whose ``sqale_agent.py`` sets other budgets gets the right notes.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
+    CutBy,
     Episode,
     EpisodeEnded,
     Event,
@@ -16,11 +22,10 @@ from sqale_desktop.core.agent.events import (
     ToolCalled,
     ToolResulted,
     TurnFinished,
+    TurnRecord,
     TurnStarted,
 )
-from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.chart_plan import has_numeric_column
-from sqale_desktop.core.engines.text_session import count_tokens
 from sqale_desktop.ui.chat_widgets import (
     ENDED_BY_TEXT,
     NO_CALL_NOTE,
@@ -32,6 +37,16 @@ from sqale_desktop.ui.chat_widgets import (
 
 LIVE_RATE_MIN_S = 0.25
 """Below this much streaming time a live rate is noise; the last turn's figure is shown instead."""
+
+
+def budget_note(tokens: int, cut_by: CutBy) -> str:
+    """The note on a turn a token budget ended: its own budget, or what the episode had left."""
+    if cut_by == "turn":
+        return cut_note(tokens)
+    return (
+        f"Cut off at {tokens:,} tokens, all that was left of the episode's budget: "
+        "the model was still writing."
+    )
 
 
 class TurnView(QWidget):
@@ -98,13 +113,11 @@ class EpisodeView(QFrame):
         parent: QWidget | None = None,
         *,
         recording: bool = False,
-        protocol: AgentProtocol | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("episode")
         self.question = question
         self.recording = recording
-        self._protocol = protocol or AgentProtocol()
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(4, 4, 4, 12)
         self._layout.setSpacing(6)
@@ -190,7 +203,7 @@ class EpisodeView(QFrame):
         elif isinstance(event, TextDelta):
             if self._turn_first_token is None:
                 self._turn_first_token = time.monotonic()
-            self._turn_tokens += count_tokens(event.text)
+            self._turn_tokens += event.tokens
             self._turn(event.turn).thinking.append(event.text, event.phase)
         elif isinstance(event, ToolCalled):
             view = self._turn(event.turn)
@@ -205,9 +218,6 @@ class EpisodeView(QFrame):
         elif isinstance(event, BudgetUpdated):
             self.tool_turns_left = event.tool_turns_left
             self.episode_tokens = event.episode_tokens
-            last = self.turns[max(self.turns)] if self.turns else None
-            if last is not None and not last.final and not last.cards:
-                last.add_note(NO_CALL_NOTE)  # the loop told the model; the reader is told too
         elif isinstance(event, TurnFinished):
             self._tokens += event.completion_tokens
             self._decode_seconds += event.seconds
@@ -219,9 +229,10 @@ class EpisodeView(QFrame):
             kept, drafted = event.accepted_tokens, event.drafted_tokens
             drafts = f", {kept}/{drafted} drafted kept" if drafted else ""
             view.finish(f"{event.completion_tokens} tokens{speed}{drafts}")
-            budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
-            if event.completion_tokens >= budget:
-                view.add_note(cut_note(budget))
+            if event.cut_by is not None:
+                view.add_note(budget_note(event.max_tokens, event.cut_by))
+            if event.no_tool_call:
+                view.add_note(NO_CALL_NOTE)  # the loop told the model; the reader is told too
         elif isinstance(event, EpisodeEnded):
             self.finish(event.episode)
         self.refresh_progress()
@@ -248,7 +259,6 @@ class EpisodeView(QFrame):
         self._elapsed = elapsed if elapsed is not None else time.monotonic() - self._started
         for view in self.turns.values():
             view.thinking.set_expanded(False)
-        self._note_records(episode)
         answer = AnswerCard(episode.sql, episode.ended_by, self)
         details = []
         if episode.result is not None:
@@ -275,21 +285,6 @@ class EpisodeView(QFrame):
         self._layout.addWidget(answer)
         self.refresh_progress()
 
-    def _note_records(self, episode: Episode) -> None:
-        """The finished record is the authority on how each turn ended: mark what the live view
-        could only guess (a turn cut by a smaller remaining budget, a turn with no call)."""
-        last = len(episode.turns)
-        for number, record in enumerate(episode.turns, start=1):
-            view = self.turns.get(number)
-            if view is None:
-                continue
-            if record.finish_reason == "length":
-                budget = self._protocol.final_turn_tokens if view.final else self._protocol.tool_turn_tokens
-                view.add_note(cut_note(min(budget, max(record.completion_tokens, 1))))
-            final = view.final or (number == last and episode.ended_by in ("final_turn", "no_answer"))
-            if not record.calls and not final and record.finish_reason not in ("cancelled", "error"):
-                view.add_note(NO_CALL_NOTE)
-
     def _turn(self, turn: int, final: bool = False) -> TurnView:
         view = self.turns.get(turn)
         if view is None:
@@ -310,7 +305,9 @@ class EpisodeView(QFrame):
         view = cls(episode.question, parent)
         last = len(episode.turns)
         for number, turn in enumerate(episode.turns, start=1):
-            final = number == last and not turn.calls and episode.ended_by in ("final_turn", "no_answer")
+            final = turn.final
+            if final is None:  # a trace from before the record said so
+                final = number == last and not turn.calls and episode.ended_by in ("final_turn", "no_answer")
             turn_view = view._turn(number, final)
             turn_view.thinking.append(turn.completion, "think")
             for index, call in enumerate(turn.calls):
@@ -320,5 +317,27 @@ class EpisodeView(QFrame):
             view._tokens += turn.completion_tokens
             view._decode_seconds += turn.seconds
             turn_view.finish(f"{turn.completion_tokens} tokens")
+            for note in _record_notes(turn, final):
+                turn_view.add_note(note)
         view.finish(episode, elapsed if elapsed is not None else episode.stats.seconds)
         return view
+
+
+def _record_notes(turn: TurnRecord, final: bool) -> list[str]:
+    """The notes a stored turn's record states (what :class:`TurnFinished` said live).
+
+    A trace written before the record kept these facts only has the finish reason and the calls:
+    a turn that ended at a length limit is said to be cut at the tokens it wrote, and a tool turn
+    with no call says so.
+    """
+    notes = []
+    if turn.cut_by is not None and turn.max_tokens is not None:
+        notes.append(budget_note(turn.max_tokens, turn.cut_by))
+    elif turn.max_tokens is None and turn.finish_reason == "length":
+        notes.append(cut_note(max(turn.completion_tokens, 1)))
+    no_call = turn.no_tool_call
+    if no_call is None:
+        no_call = not turn.calls and not final and turn.finish_reason not in ("cancelled", "error")
+    if no_call:
+        notes.append(NO_CALL_NOTE)
+    return notes

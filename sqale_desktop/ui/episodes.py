@@ -1,7 +1,8 @@
 """The recorded demo episode the chat offers before a model is installed ("Watch a recorded answer").
 
 How a live question becomes an episode (engine, protocol, episode function) is decided in
-``core.runtime``, for the window and the CLI alike; this module only reads the recording.
+``core.runtime``, for the window and the CLI alike, and so is how the recording is played (its
+"recording" engine); this module only reads the recording.
 """
 
 from __future__ import annotations
@@ -9,11 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sqale_desktop.core.engines.base import Engine
-    from sqale_desktop.core.runtime import EngineFactory
 
 RECORDING = "demo_recording.json"
 
@@ -38,15 +34,3 @@ def load_recording(path: Path | None = None) -> Recording:
     if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
         raise ValueError("the recording has no list of completions")
     return Recording(str(data.get("question", "")), str(data.get("sql", "")), list(completions))
-
-
-def replay_engine(recording: Recording, delay: float) -> EngineFactory:
-    """An engine factory that plays ``recording``'s completions in chunks of 8 characters, ``delay``
-    seconds apart: read at a human pace, while every tool call still runs on the database now."""
-
-    def engine() -> Engine:
-        from sqale_desktop.core.engines.replay import ReplayEngine
-
-        return ReplayEngine(recording.completions, chunk_chars=8, delay=delay)
-
-    return engine

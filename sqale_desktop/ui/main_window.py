@@ -37,7 +37,7 @@ from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.imports import DIALOG_PATTERNS
-from sqale_desktop.core.runtime import EngineFactory, EpisodeFn
+from sqale_desktop.core.runtime import EngineFactory, EpisodeFn, Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.banners import BannerStack, ErrorBanner, ModelOffer
@@ -299,28 +299,22 @@ class MainWindow(QMainWindow):
         """
         if self.episodes.busy:
             return None
-        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-        from sqale_desktop.ui.episodes import load_recording, replay_engine
+        from sqale_desktop.core.runtime import ModelChoice, resolve
+        from sqale_desktop.ui.episodes import load_recording
 
         try:
             recording = load_recording()
         except (OSError, ValueError) as exc:
             page.banners.show_banner("recording", f"The recorded episode could not be read: {exc}", "error")
             return None
-        engine = replay_engine(recording, self.recording_delay)
-        return self._start_episode(
-            page, recording.question, (engine, default_episode_fn(self.settings)), recording=True
-        )
+        completions, delay = tuple(recording.completions), self.recording_delay
+        choice = ModelChoice("recording", completions=completions, delay=delay)
+        return self._start_episode(page, recording.question, resolve(self.settings, choice))
 
-    def _start_episode(
-        self,
-        page: DatabasePage,
-        question: str,
-        override: tuple[EngineFactory, EpisodeFn] | None = None,
-        recording: bool = False,
-    ) -> int:
-        episode_id = self.episodes.start(page, question, override, recording)
+    def _start_episode(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int:
+        episode_id = self.episodes.start(page, question, runtime)
         self.status.clear_context()
+        recording = runtime is not None and runtime.kind == "recording"
         what = "Playing the recorded answer" if recording else "The agent is working"
         self.show_message(f"{what} in {page.db.name}…")  # never the last episode's "Stopped."
         self._refresh_ask_state()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
+import pytest
+
 from sqale_desktop.core.models.registry import Registry
-from sqale_desktop.core.runtime import ModelChoice, fit_protocol, resolve
+from sqale_desktop.core.runtime import ChoiceError, EngineFlags, ModelChoice, choose, fit_protocol, resolve
 from sqale_desktop.core.settings import Settings
 from tests.core.models.test_registry import smollm2
 
@@ -87,3 +90,51 @@ def test_the_database_gets_the_settings_time_limit(chinook: Path) -> None:
         assert db.time_limit_s == 2.5
     finally:
         db.close()
+
+
+def test_every_kind_is_built_from_the_one_table(tmp_path: Path) -> None:
+    from sqale_desktop.core.runtime import ENGINES
+
+    script = tmp_path / "script.json"
+    script.write_text('["</think>SELECT 1"]', encoding="utf-8")
+    choices = {
+        "openai": ModelChoice("openai", base_url="http://127.0.0.1:9/v1"),
+        "replay": ModelChoice("replay", replay=script),
+        "recording": ModelChoice("recording", completions=("a",)),
+    }
+    assert set(ENGINES) == {"llama", *choices}
+    for kind, choice in choices.items():
+        runtime = resolve(Settings(), choice)
+        assert runtime.kind == kind and runtime.factory is not None and runtime.concurrent
+    assert not resolve(Settings(), ModelChoice("llama")).concurrent  # one episode at a time
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (EngineFlags(engine="replay"), "--engine replay needs --replay FILE"),
+        (EngineFlags(engine="openai"), "--engine openai needs --base-url URL"),
+        (EngineFlags(model=Path("/nonexistent/m.gguf")), "no model file at"),
+        (EngineFlags(), "--engine llama needs --model GGUF_PATH, or an installed model"),
+        (EngineFlags(engine="recording"), "unknown engine 'recording'"),
+    ],
+)
+def test_flags_that_cannot_work_are_refused_with_the_missing_flag(flags: EngineFlags, message: str) -> None:
+    with pytest.raises(ChoiceError, match=re.escape(message)):
+        choose(Settings(), flags)
+
+
+def test_without_an_engine_flag_the_settings_engine_is_chosen() -> None:
+    """``ask`` and ``eval run`` share this default: the window's engine, not always llama."""
+    settings = dataclasses.replace(Settings(), engine="openai", server_url="http://127.0.0.1:9/v1")
+    keys: list[str] = []
+
+    def key() -> str:
+        keys.append("read")
+        return "k"
+
+    runtime = choose(settings, EngineFlags(api_key=key))
+    assert (runtime.kind, runtime.description) == ("openai", "server http://127.0.0.1:9/v1")
+    assert runtime.choice.api_key == "k"
+    assert choose(settings, EngineFlags(replay=Path("s.json"), api_key=key)).kind == "replay"
+    assert keys == ["read"]  # the keyring is read for a server only

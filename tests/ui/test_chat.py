@@ -121,3 +121,39 @@ def test_tool_results_are_rendered_for_people(qtbot: Any) -> None:
     )
     assert isinstance(cards[3].result_view, QLabel) and cards[3].result_view.text() == "a, b"
     assert cards[4].ok is False and "error" in cards[4].status.text()
+
+
+def test_turn_notes_say_what_the_events_state(qtbot: Any) -> None:
+    """The notes come from the events: a sqale_agent.py with a 700-token turn budget is cut at 700,
+    not at the built-in 2,048, and a turn the episode's budget cut says so."""
+    from sqale_desktop.ui.chat_widgets import NO_CALL_NOTE, cut_note
+    from sqale_desktop.ui.episode_view import budget_note
+
+    pane = make_pane(qtbot)
+    view = pane.begin("q")
+    pane.apply([TurnStarted(1, False, 6), TextDelta(1, "ramble", "think", tokens=1)])
+    pane.apply([TurnFinished(1, 700, 2.0, 350.0, finish_reason="length", max_tokens=700, cut_by="turn",
+                             no_tool_call=True)])  # fmt: skip
+    pane.apply([BudgetUpdated(5, 0, 900, "[5 tool turns left]"), TurnStarted(2, False, 5)])
+    pane.apply([TurnFinished(2, 120, 1.0, 120.0, finish_reason="length", max_tokens=120, cut_by="episode")])
+    pane.apply([TurnStarted(3, True, 0), TurnFinished(3, 30, 1.0, 30.0, max_tokens=3072)])
+    assert view.turns[1].notes == [cut_note(700), NO_CALL_NOTE]
+    assert view.turns[2].notes == [budget_note(120, "episode")] and "episode" in view.turns[2].notes[0]
+    assert view.turns[3].notes == []
+
+
+def test_a_restored_episode_shows_the_notes_its_record_states(qtbot: Any) -> None:
+    from sqale_desktop.core.agent.events import TurnRecord
+    from sqale_desktop.ui.chat_widgets import NO_CALL_NOTE, cut_note
+    from sqale_desktop.ui.episode_view import EpisodeView
+
+    turns = [
+        TurnRecord("ramble", completion_tokens=700, finish_reason="length", final=False, max_tokens=700,
+                   cut_by="turn", no_tool_call=True),
+        TurnRecord("SELECT 1", completion_tokens=5, final=True, max_tokens=3072, no_tool_call=False),
+    ]  # fmt: skip
+    episode = Episode(question="q", db="x", sql="SELECT 1", ended_by="final_turn", turns=turns)
+    view = EpisodeView.from_record(episode)
+    qtbot.addWidget(view)
+    assert view.turns[1].notes == [cut_note(700), NO_CALL_NOTE]
+    assert view.turns[2].final and view.turns[2].notes == []

@@ -10,7 +10,7 @@ import pytest
 from sqale_desktop.core.agent.events import Episode, Event, TurnStarted
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.history import History
-from sqale_desktop.core.runtime import episode_fn, open_tool_database
+from sqale_desktop.core.runtime import ModelChoice, episode_fn, open_tool_database, resolve
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.episode_controller import EpisodeController
@@ -51,9 +51,11 @@ def test_events_reach_the_asking_page_and_the_history(
 ) -> None:
     history = History(tmp_path / "h.sqlite")
     conversation = history.conversation_for(chinook, title=chinook.name)
-    runner = AgentRunner(
-        lambda: ReplayEngine(SCRIPT), episode_fn(Settings()), lambda p: open_tool_database(p, 5.0)
-    )
+    def model() -> ReplayEngine:
+        assert not recording, "a recording must not use the model"
+        return ReplayEngine(SCRIPT)
+
+    runner = AgentRunner(model, episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
     controller = EpisodeController(runner, history)
     asking, other = FakePage(chinook, conversation.id), FakePage(chinook, None)
     finished: list[tuple[Any, Any, str, bool]] = []
@@ -61,7 +63,10 @@ def test_events_reach_the_asking_page_and_the_history(
     contexts: list[int] = []
     controller.context_used.connect(contexts.append)
     try:
-        controller.start(asking, "How many genres?", recording=recording)  # type: ignore[arg-type]
+        # The recording is a runtime choice of its own: it runs on its own engine, not the runner's.
+        recorded = resolve(Settings(), ModelChoice("recording", completions=tuple(SCRIPT)))
+        runtime = recorded if recording else None
+        controller.start(asking, "How many genres?", runtime)  # type: ignore[arg-type]
         assert controller.busy and controller.running_page() is asking
         qtbot.waitUntil(lambda: bool(finished), timeout=20_000)
     finally:

@@ -2,7 +2,9 @@
 
 The episode loop is a generator of these events (like llm's agent loop): the CLI prints them, the
 window's agent worker appends them to a queue that the UI thread drains on a timer (not one Qt
-signal per event: see ``ui/agent_runner.py``), tests collect them.  Everything here is plain data.
+signal per event: see ``ui/agent_runner.py``), tests collect them.  Everything here is plain data,
+and every fact a face shows is in an event (GPT4All's chat view draws its items' roles, it never
+re-derives them): the protocol in force, why a turn ended, a turn without a tool call.
 """
 
 from __future__ import annotations
@@ -10,10 +12,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from sqale_desktop.core.agent.protocol import AgentProtocol
+
 EndedBy = Literal[
     "submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"
 ]
 Phase = Literal["think", "answer"]
+CutBy = Literal["turn", "episode"]
+"""Which token budget ended a turn: the turn's own (2,048 for a tool turn, 3,072 for the final
+one) or what was left of the episode's (12,288 tokens before the final turn, then the context)."""
+
+
+@dataclass(frozen=True)
+class EpisodeStarted:
+    """The first event: the protocol in force (budgets fitted to the engine's context, prompt
+    strings, sampling) and where the episode runs, so no face needs a protocol of its own."""
+
+    protocol: AgentProtocol
+    engine: str
 
 
 @dataclass(frozen=True)
@@ -28,6 +44,9 @@ class TextDelta:
     turn: int
     text: str
     phase: Phase
+    # estimated tokens in ``text`` (words and punctuation): the live rate while a turn streams,
+    # for engines that count their tokens only once the turn is over (a server)
+    tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +86,12 @@ class TurnFinished:
     # Speculative decoding: tokens proposed by the drafter and how many the model kept.
     drafted_tokens: int = 0
     accepted_tokens: int = 0
+    # "stop", "length" (a budget ended it: ``cut_by`` says which), "cancelled"
+    finish_reason: str = "stop"
+    max_tokens: int = 0  # the tokens this turn was allowed
+    cut_by: CutBy | None = None
+    # a tool turn that held no parsable tool call (the model is told so, and the turn counts)
+    no_tool_call: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,11 +120,18 @@ class CallRecord:
 
 @dataclass
 class TurnRecord:
+    """One assistant turn as it ended.  ``final``, ``max_tokens``, ``cut_by`` and ``no_tool_call``
+    are what :class:`TurnFinished` said; ``None`` in a trace written before they were recorded."""
+
     completion: str
     calls: list[CallRecord] = field(default_factory=list)
     completion_tokens: int = 0
     seconds: float = 0.0
     finish_reason: str = "stop"
+    final: bool | None = None
+    max_tokens: int | None = None
+    cut_by: CutBy | None = None
+    no_tool_call: bool | None = None
 
 
 @dataclass
@@ -137,7 +169,8 @@ class EpisodeEnded:
 
 
 Event = (
-    TurnStarted
+    EpisodeStarted
+    | TurnStarted
     | TextDelta
     | ToolCalled
     | ToolResulted

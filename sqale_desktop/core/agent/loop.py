@@ -23,6 +23,11 @@ still running when it is spent is stopped (its query interrupted), and the calls
 run; the model reads why for each, so it can ask again next turn.  ``submit_sql`` always runs.
 Normal calls take milliseconds, so normal episodes never meet this budget.
 
+Events state what happened, so no face re-derives it: :class:`EpisodeStarted` carries the
+protocol in force (budgets fitted to the engine), each :class:`TurnFinished` the finish reason,
+the turn's token allowance, the budget that cut it (its own or the episode's) and whether a tool
+turn held no tool call; the turn's record keeps the same facts for a restored episode.
+
 Cancelling: set ``cancel`` (or call :meth:`EpisodeControl.cancel`) — the one way to stop an
 episode, for the window's Stop, the CLI's Ctrl-C and the evaluation alike.  The engine checks it
 between tokens, the loop before each tool call and after each query, and the loop's own query
@@ -43,9 +48,11 @@ from sqale_desktop.core.agent.chat_template import assistant_opener, opener_star
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     CallRecord,
+    CutBy,
     EndedBy,
     Episode,
     EpisodeEnded,
+    EpisodeStarted,
     EpisodeStats,
     Event,
     FinalAnswer,
@@ -184,6 +191,7 @@ def run_episode(
     session: EngineSession | None = None
     stopper = _QueryStopper(db, cancel)
     try:
+        yield EpisodeStarted(protocol=protocol, engine=engine.describe())
         opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
         session = engine.new_session(protocol.prompt_head(question) + opener)
         run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
@@ -250,17 +258,19 @@ class _Run:
             yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
             used = session.stats.prompt_tokens
             if final:
-                max_tokens = max(0, min(protocol.final_turn_tokens, protocol.context_tokens - used))
+                own, left = protocol.final_turn_tokens, protocol.context_tokens - used
             else:
-                max_tokens = max(0, min(protocol.tool_turn_tokens, protocol.episode_tokens - used))
-            record = yield from self.generate(turn, max_tokens)
+                own, left = protocol.tool_turn_tokens, protocol.episode_tokens - used
+            record, calls = yield from self.generate(
+                turn, max(0, min(own, left)), "turn" if own <= left else "episode", final
+            )
             self.check_cancel()
             if final:
                 _, answer, _ = split_think(record.completion, self.starts_in_think)
                 yield from self.finish_final(extract_final_sql(answer))
                 return
             outputs: list[str] = []
-            submitted = yield from self.run_calls(turn, record, outputs)
+            submitted = yield from self.run_calls(turn, record, calls, outputs)
             if submitted is not None:
                 sql, result = submitted
                 if result.error is None:
@@ -296,10 +306,16 @@ class _Run:
         if self.cancel.is_set():
             raise _Cancelled
 
-    def generate(self, turn: int, max_tokens: int) -> Generator[Event, None, TurnRecord]:
-        """Stream one completion into a new :class:`TurnRecord` (kept even if the engine fails)."""
+    def generate(
+        self, turn: int, max_tokens: int, budget: CutBy, final: bool
+    ) -> Generator[Event, None, tuple[TurnRecord, list[ParsedCall]]]:
+        """Stream one completion into a new :class:`TurnRecord` (kept even if the engine fails).
+
+        ``budget`` names the budget that set ``max_tokens``.  Returns the record and, for a tool
+        turn, its parsed calls; :class:`TurnFinished` says how the turn ended.
+        """
         session, cancel, clock = self.session, self.cancel, self.clock
-        record = TurnRecord(completion="")
+        record = TurnRecord(completion="", final=final, max_tokens=max_tokens)
         self.episode.turns.append(record)
         splitter = PhaseSplitter(self.starts_in_think)
         parts: list[str] = []
@@ -312,14 +328,14 @@ class _Run:
                 for delta in stream:
                     parts.append(delta)
                     for text, phase in splitter.feed(delta):
-                        yield TextDelta(turn=turn, text=text, phase=phase)
+                        yield TextDelta(turn=turn, text=text, phase=phase, tokens=count_tokens(text))
                     if cancel.is_set():
                         break
             finally:
                 if isinstance(stream, Generator):
                     stream.close()  # let the engine finish its bookkeeping now, not when collected
             for text, phase in splitter.flush():
-                yield TextDelta(turn=turn, text=text, phase=phase)
+                yield TextDelta(turn=turn, text=text, phase=phase, tokens=count_tokens(text))
             record.finish_reason = "cancelled" if cancel.is_set() else session.last_finish_reason
         except BaseException:
             record.finish_reason = "error"
@@ -329,6 +345,9 @@ class _Run:
             record.completion = "".join(parts)
             record.seconds = clock() - started
             record.completion_tokens = session.stats.completion_tokens - tokens_before
+        calls = [] if final else parse_completion(record.completion, self.starts_in_think).calls
+        record.cut_by = budget if record.finish_reason == "length" else None
+        record.no_tool_call = not final and not calls and record.finish_reason != "cancelled"
         seconds = record.seconds
         yield TurnFinished(
             turn=turn,
@@ -337,17 +356,20 @@ class _Run:
             tokens_per_second=record.completion_tokens / seconds if seconds > 0 else 0.0,
             drafted_tokens=session.stats.drafted_tokens - drafted_before,
             accepted_tokens=session.stats.accepted_tokens - accepted_before,
+            finish_reason=record.finish_reason,
+            max_tokens=max_tokens,
+            cut_by=record.cut_by,
+            no_tool_call=record.no_tool_call,
         )
-        return record
+        return record, calls
 
     def run_calls(
-        self, turn: int, record: TurnRecord, outputs: list[str]
+        self, turn: int, record: TurnRecord, calls: list[ParsedCall], outputs: list[str]
     ) -> Generator[Event, None, tuple[str, QueryResultData] | None]:
-        """Execute the calls of a tool turn in order, up to a ``submit_sql``.
+        """Execute the parsed calls of a tool turn in order, up to a ``submit_sql``.
 
         Returns the submitted SQL and its result (rerun here, read-only), or ``None``.
         """
-        calls: list[ParsedCall] = parse_completion(record.completion, self.starts_in_think).calls
         if not calls:
             outputs.append(NO_CALL_MESSAGE)
             return None

@@ -28,8 +28,6 @@ from typing import Any
 
 from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
-from sqale_desktop.core.agent.loop import run_episode
-from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineError
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
@@ -38,6 +36,7 @@ from sqale_desktop.core.eval.metrics import Metric
 from sqale_desktop.core.eval.questions import EvalQuestion
 from sqale_desktop.core.eval.scorer import DEFAULT_TIME_LIMIT_S, Score, Scorer
 from sqale_desktop.core.export_formats import json_text
+from sqale_desktop.core.runtime import EpisodeFn
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +46,7 @@ RUN_FILE = "run.json"
 _TABLE_TOOLS = frozenset({"describe_table", "sample_rows", "distinct_values"})
 
 EngineFor = Callable[[EvalQuestion, int], Engine]
+DatabaseOpener = Callable[[Path], Any]
 
 
 @dataclass
@@ -166,13 +166,21 @@ def finished_keys(run_dir: Path) -> set[str]:
 
 
 class EvalRun:
-    """One evaluation run into ``run_dir``; see the module docstring."""
+    """One evaluation run into ``run_dir``; see the module docstring.
+
+    ``episode`` and ``open_database`` are a :class:`~sqale_desktop.core.runtime.Runtime`'s: each
+    question runs the episode the window runs (protocol fitted to the engine, tool limits, row
+    cap, query time limit from the settings), so the accuracy reported is the accuracy a user
+    gets.  ``engine_for`` picks the engine of each question (one model, servers in turn, a replay
+    script per question).
+    """
 
     def __init__(
         self,
         run_dir: Path,
         engine_for: EngineFor,
-        protocol: AgentProtocol,
+        episode: EpisodeFn,
+        open_database: DatabaseOpener,
         options: RunOptions,
         *,
         cache: Path,
@@ -181,7 +189,8 @@ class EvalRun:
             raise ValueError("concurrency must be at least 1")
         self.run_dir = run_dir
         self.engine_for = engine_for
-        self.protocol = protocol
+        self.episode = episode
+        self.open_database = open_database
         self.options = options
         self.cache = cache
         self.scorer = Scorer(options.metric, time_limit_s=options.time_limit_s)
@@ -256,8 +265,7 @@ class EvalRun:
             return _failed_record(question, self.options.condition, message, time.perf_counter() - started)
 
     def _episode_unguarded(self, question: EvalQuestion, index: int) -> dict[str, Any] | None:
-        from sqale_desktop.core.db import DatabaseError, open_readonly
-        from sqale_desktop.core.tools import ToolBox
+        from sqale_desktop.core.db import DatabaseError
 
         started = time.perf_counter()
         condition = self.options.condition
@@ -272,7 +280,7 @@ class EvalRun:
                 time_limit_s=self.options.time_limit_s,
                 cancel=self._cancel,
             )
-            db = open_readonly(db_path)
+            db = self.open_database(db_path)
         except (ConditionError, DatabaseError) as exc:
             if self.cancelled:
                 return None  # Ctrl+C during a reduced copy's build: not an episode
@@ -284,22 +292,14 @@ class EvalRun:
             return _failed_record(question, condition, str(exc), time.perf_counter() - started)
         episode: Episode | None = None
         try:
-            events = run_episode(
-                question.question,
-                db,
-                ToolBox(db),
-                engine,
-                self.protocol,
-                cancel=self._cancel,
-                db_label=question.db_id,
-            )
-            for event in events:
+            for event in self.episode(engine, db, question.question, self._cancel):
                 if isinstance(event, EpisodeEnded):
                     episode = event.episode
         finally:
             db.close()
         if episode is None or episode.ended_by == "cancelled" or self.cancelled:
             return None
+        episode.db = question.db_id  # the question's database, not the reduced copy's cache path
         score = self.scorer.score(db_path, question.gold_sql, episode.sql)
         if self.cancelled and score.pred_error and "cancelled" in score.pred_error:
             return None

@@ -16,6 +16,7 @@ from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     Episode,
     EpisodeEnded,
+    EpisodeStarted,
     Event,
     FinalAnswer,
     TextDelta,
@@ -80,9 +81,9 @@ def test_submit_sql_ends_the_episode_and_the_answer_is_rerun(db: ReadOnlyDatabas
     assert (episode.result.columns, episode.result.rows, episode.result.row_count) == (["n"], [[275]], 1)
     assert [len(t.calls) for t in episode.turns] == [2, 1]  # nothing after submit_sql runs
     assert [type(e).__name__ for e in events if not isinstance(e, TextDelta)] == [
-        "TurnStarted", "TurnFinished", "ToolCalled", "ToolResulted", "ToolCalled", "ToolResulted",
-        "BudgetUpdated", "TurnStarted", "TurnFinished", "ToolCalled", "ToolResulted", "FinalAnswer",
-        "EpisodeEnded",
+        "EpisodeStarted", "TurnStarted", "TurnFinished", "ToolCalled", "ToolResulted", "ToolCalled",
+        "ToolResulted", "BudgetUpdated", "TurnStarted", "TurnFinished", "ToolCalled", "ToolResulted",
+        "FinalAnswer", "EpisodeEnded",
     ]  # fmt: skip
     assert episode.prompt_source == "builtin"
     assert episode.db.endswith("chinook.sqlite")
@@ -315,6 +316,42 @@ def test_turn_finished_reports_tokens(db: ReadOnlyDatabase) -> None:
     events, episode = run(db, [turn(call("submit_sql", sql="SELECT 1"))])
     finished = [e for e in events if isinstance(e, TurnFinished)]
     assert [f.completion_tokens for f in finished] == [t.completion_tokens for t in episode.turns]
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert sum(d.tokens for d in deltas) == sum(count_tokens(d.text) for d in deltas) > 0
+
+
+def test_the_first_event_states_the_protocol_in_force(db: ReadOnlyDatabase) -> None:
+    protocol = replace(AgentProtocol(), tool_turns=3, tool_turn_tokens=700)
+    events, _ = run(db, [turn(call("submit_sql", sql="SELECT 1"))], protocol)
+    first = events[0]
+    assert isinstance(first, EpisodeStarted)
+    assert first.protocol is protocol and first.engine == "replay (1 scripted turns)"
+
+
+def test_turn_finished_states_how_each_turn_ended(db: ReadOnlyDatabase) -> None:
+    """Finish reason, the budget that cut a turn (its own or the episode's), no tool call."""
+    head = AgentProtocol().prompt_head("How many artists?") + "<|im_start|>assistant\n<think>\n"
+    rambling = "word " * 60
+    # A sqale_agent.py with other budgets: 40 tokens a tool turn, and an episode budget that runs
+    # out inside the third turn (Chinook's table list and the budget lines take the rest).
+    protocol = replace(AgentProtocol(), tool_turn_tokens=40, episode_tokens=count_tokens(head) + 200)
+    script = [rambling, turn(LIST), rambling, "</think>SELECT 5"]
+    events, episode = run(db, script, protocol)
+    finished = [e for e in events if isinstance(e, TurnFinished)]
+    facts = [(f.finish_reason, f.cut_by, f.no_tool_call) for f in finished]
+    assert facts[:2] == [("length", "turn", True), ("stop", None, False)]
+    assert finished[0].max_tokens == 40 and finished[0].completion_tokens == 40
+    # the third turn had less than 40 tokens of the episode left: the episode's budget cut it
+    third = finished[2]
+    assert (third.finish_reason, third.cut_by, third.no_tool_call) == ("length", "episode", True)
+    assert 0 < third.max_tokens < 40 and third.completion_tokens == third.max_tokens
+    final = finished[-1]
+    assert (final.finish_reason, final.cut_by, final.no_tool_call) == ("stop", None, False)
+    assert final.max_tokens == protocol.final_turn_tokens
+    # the record keeps what the events said (a restored episode shows the same notes)
+    assert [(t.final, t.max_tokens, t.cut_by, t.no_tool_call) for t in episode.turns] == [
+        (f.turn == len(finished), f.max_tokens, f.cut_by, f.no_tool_call) for f in finished
+    ]
 
 
 _PIECES = st.sampled_from(

@@ -15,6 +15,8 @@ from sqale_desktop.core.eval.conditions import Condition
 from sqale_desktop.core.eval.harness import EPISODES_FILE, EvalRun, RunOptions, finished_keys, read_episodes
 from sqale_desktop.core.eval.questions import EvalQuestion, load_question_set
 from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for, submit_completion
+from sqale_desktop.core.runtime import ModelChoice, episode_fn, resolve
+from sqale_desktop.core.settings import Settings
 from tests.conftest import shared_data
 
 
@@ -23,10 +25,12 @@ def _spider() -> list[EvalQuestion]:
 
 
 def _run(tmp_path: Path, engine_for, *, protocol: AgentProtocol | None = None, **options) -> EvalRun:  # type: ignore[no-untyped-def]
+    runtime = resolve(Settings(), ModelChoice("replay"))
     return EvalRun(
         tmp_path / "run",
         engine_for,
-        protocol or AgentProtocol(),
+        episode_fn(Settings(), protocol or AgentProtocol()),
+        runtime.open_database,
         RunOptions(**options),
         cache=tmp_path / "cache",
     )
@@ -97,6 +101,7 @@ def test_episode_fields(tmp_path: Path) -> None:
     assert tokens["prompt"] > 0 and tokens["completion"] > 0
     assert record["tflops"] == pytest.approx(2 * 2e9 * tokens["evaluated"] / 1e12)
     assert record["trace"]["turns"][0]["calls"][0]["tool"] == "describe_table"
+    assert record["trace"]["db"] == question.db_id  # not the reduced copy's path in the cache
     saved = json.loads((tmp_path / "run" / EPISODES_FILE).read_text(encoding="utf-8"))
     assert saved["id"] == record["id"] and saved["trace"]["sql"] == question.gold_sql
 

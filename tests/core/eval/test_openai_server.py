@@ -26,6 +26,8 @@ from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.openai_http import OpenAIEngine
 from sqale_desktop.core.eval.harness import EvalRun, RunOptions, read_episodes
 from sqale_desktop.core.eval.questions import load_question_set
+from sqale_desktop.core.runtime import episode_fn, open_tool_database
+from sqale_desktop.core.settings import Settings
 from tests.conftest import shared_data
 
 STARTUP_S = 120.0
@@ -121,7 +123,12 @@ def test_concurrency_4_finishes_every_episode_and_resume_repeats_none(
     def run(count: int) -> list[dict[str, object]]:
         options = RunOptions(concurrency=4)
         evaluation = EvalRun(
-            run_dir, lambda q, i: engine, short_protocol(), options, cache=tmp_path / "cache"
+            run_dir,
+            lambda q, i: engine,
+            episode_fn(Settings(), short_protocol()),
+            lambda path: open_tool_database(path, Settings().query_time_limit_s),
+            options,
+            cache=tmp_path / "cache",
         )
         return list(evaluation.run(questions[:count]))
 

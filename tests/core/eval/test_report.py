@@ -16,6 +16,8 @@ from sqale_desktop.core.eval.questions import EvalQuestion, load_question_set
 from sqale_desktop.core.eval.replay import replay_engine_for, submit_completion
 from sqale_desktop.core.eval.report import ReportError, compare_runs, summarise, write_report
 from sqale_desktop.core.eval.stats import mcnemar, wilson
+from sqale_desktop.core.runtime import episode_fn, open_tool_database
+from sqale_desktop.core.settings import Settings
 from tests.conftest import shared_data
 
 
@@ -51,7 +53,8 @@ def _two_runs(tmp_path: Path) -> tuple[Path, Path, list[EvalQuestion]]:
         run = EvalRun(
             tmp_path / name,
             replay_engine_for(script),
-            AgentProtocol(),
+            episode_fn(Settings(), AgentProtocol()),
+            lambda path: open_tool_database(path, Settings().query_time_limit_s),
             RunOptions(condition=Condition("gold")),
             cache=tmp_path / "cache",
         )
