@@ -99,6 +99,7 @@ class ChartView(QWidget):
         self.plot.setMenuEnabled(False)
         self.readout = QLabel(HINT, self)
         self.readout.setObjectName("chartReadout")
+        self.readout.setWordWrap(True)  # a long readout wraps; it never widens the window
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.plot.scene().sigMouseMoved.connect(self._hover)
         bar = QHBoxLayout()

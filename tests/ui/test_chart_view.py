@@ -39,6 +39,12 @@ def chart(qtbot: Any) -> ChartView:
     return view
 
 
+def settle(qtbot: Any, view: ChartView) -> None:
+    """Until the category axis has the height its upright names asked the plot's layout for."""
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    qtbot.waitUntil(lambda: bool(axis.labels) and axis.height() == axis.maximumHeight(), timeout=5000)
+
+
 def axis_titles(view: ChartView) -> tuple[str, str]:
     plot = view.plot.getPlotItem()
     return plot.getAxis("bottom").labelText, plot.getAxis("left").labelText
@@ -168,6 +174,7 @@ def test_screenshots_of_the_data_side(
         window.resize(width, height)
         QApplication.processEvents()
         page.sql.views.setCurrentWidget(page.sql.chart_tab)
+        settle(qtbot, view)
         window.grab().save(str(artifacts / f"data_chart_{theme}_{width}x{height}.png"))
         page.sql.views.setCurrentWidget(page.sql.result_tab)
         page.sql.grid.filter_requested.emit(0, "contains", "ro")
