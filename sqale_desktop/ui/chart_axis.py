@@ -95,7 +95,7 @@ class CategoryAxis(pg.AxisItem):  # type: ignore[misc]  # pyqtgraph ships no typ
         self._plan()
         return super().generateDrawSpecs(p)
 
-    def drawPicture(self, p: QPainter, axisSpec: Any, tickSpecs: Any, textSpecs: Any) -> None:  # noqa: N803
+    def drawPicture(self, p: QPainter, axisSpec: Any, tickSpecs: Any, textSpecs: Any) -> None:
         if not self._names:
             super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
             return

@@ -314,7 +314,7 @@ class ChartView(QWidget):
             (x0, x1), (y0, y1) = box.viewRange()
             sx = box.width() / ((x1 - x0) or 1.0)
             sy = box.height() / ((y1 - y0) or 1.0)
-            best = HOVER_PX**2
+            best = float(HOVER_PX**2)
             for _name, rows, xs, ys in self._series:
                 if not len(xs):
                     continue

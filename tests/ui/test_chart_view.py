@@ -262,7 +262,7 @@ def test_chinook_revenue_per_country_reads_without_the_table(
     source = view.plot.getPlotItem().sceneBoundingRect()
     scale = image.width() / source.width()
     for item, rects in found:
-        colour = item.opts["brush"].color() if hasattr(item.opts["brush"], "color") else QColor(item.opts["brush"])
+        colour = QColor(item.opts["brush"])
         for rect in rects:
             if rect.height() * scale < 6:
                 continue
