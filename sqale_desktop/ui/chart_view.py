@@ -287,11 +287,9 @@ class ChartView(QWidget):
 
     # the readout -----------------------------------------------------------------------------
     def _hover(self, position: QPointF) -> None:
-        """The exact values under the pointer (scene coordinates), in the line under the plot and
-        in the plot's tooltip."""
-        text = self.readout_at(position)
-        self._set_readout(text)
-        self.plot.setToolTip(text)  # Qt shows it when the pointer rests
+        """The exact values under the pointer (scene coordinates), in the line under the plot (not
+        a tooltip: a tooltip window under the pointer takes the next moves from the plot)."""
+        self._set_readout(self.readout_at(position))
 
     def readout_at(self, position: QPointF) -> str:
         """What the readout says for the pointer at ``position`` (scene coordinates): the row of

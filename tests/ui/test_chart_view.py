@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +226,21 @@ def near(seen: QColor, colour: QColor, tolerance: int = 24) -> bool:
     return all(abs(a - b) <= tolerance for a, b in zip(seen.getRgb()[:3], colour.getRgb()[:3], strict=True))
 
 
+def hover_until(qtbot: Any, view: ChartView, where: Callable[[], QPointF], expected: str) -> None:
+    """Move the pointer over the plot to ``where()`` (scene coordinates) until the readout says
+    ``expected``: moved again on each try, as the plot's layout may still be settling, and a
+    pixel aside every other time (Qt drops a move to where the pointer already is)."""
+    tries = [0]
+
+    def moved() -> bool:
+        tries[0] += 1
+        at = scene_to_viewport(view, where()) + QPoint(tries[0] % 2, 0)
+        qtbot.mouseMove(view.plot.viewport(), at)
+        return view.readout.text() == expected
+
+    qtbot.waitUntil(moved, timeout=5000)
+
+
 def scene_to_viewport(view: ChartView, point: QPointF) -> QPoint:
     return view.plot.mapFromScene(point)
 
@@ -273,9 +288,7 @@ def test_chinook_revenue_per_country_reads_without_the_table(
             assert near(seen, colour), (rect, seen.name(), colour.name())
     # Hovering the USA revenue bar reads out its exact values (not 523.0600000000003).
     usa_revenue = found[1][1][0]
-    qtbot.mouseMove(view.plot.viewport(), scene_to_viewport(view, usa_revenue.center()))
-    qtbot.waitUntil(lambda: view.readout.text() == "country USA: invoices 91, revenue 523.06", timeout=5000)
-    assert view.plot.toolTip() == view.readout.text()
+    hover_until(qtbot, view, lambda: usa_revenue.center(), "country USA: invoices 91, revenue 523.06")
     view.grab().save(str(artifacts / "chart_chinook_hover.png"))
     # The SVG holds the names and the legend too.
     svg = view.svg_bytes().decode("utf-8")
@@ -310,11 +323,6 @@ def test_hovering_a_scatter_point_reads_out_its_row(qtbot: Any) -> None:
     view.set_data(["price", "sold"], [[1.5, 10], [2.25, 30], [4.0, 20]], True)
     qtbot.waitExposed(view)
     box = view.plot.getPlotItem().getViewBox()
-
-    def hover(x: float, y: float, expected: str) -> bool:
-        # Moved again on each try: the plot's layout may still be settling after it is shown.
-        qtbot.mouseMove(view.plot.viewport(), scene_to_viewport(view, box.mapViewToScene(QPointF(x, y))))
-        return view.readout.text() == expected
-
-    qtbot.waitUntil(lambda: hover(2.25, 30, "price 2.25: sold 30"), timeout=5000)
-    qtbot.waitUntil(lambda: hover(3.2, 12, "Hover over the chart for exact values."), timeout=5000)
+    hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(2.25, 30)), "price 2.25: sold 30")
+    away = "Hover over the chart for exact values."
+    hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(3.2, 12)), away)
