@@ -15,8 +15,8 @@ big table can take seconds), each filling in its table's "Rows" cell when it arr
   refiltering the columns of 5,000 tables in the proxy cost ~100 ms on a keystroke that changed
   only which columns matched.  ``benchmarks/ui.py`` measures keystrokes on 5,000 tables.
 - Width: a table name that does not fit keeps its end (``…Backward_DistributionEvents``), where
-  sorted names differ, and names that would still read the same get a window where they part
-  (see ``shown_names``): a middle elision turned six names of the iOS power log into the same
+  sorted names differ, and names in sight that would still read the same get a window where they
+  part (see ``shown_names``): a middle elision turned six names of the iOS power log into the same
   ``PLAccountin…nts_Dynamic``.  Column rows elide in the middle; every name has a tooltip with the
   whole of it, and the row count is a column of its own sized to its contents, so it stays visible
   however narrow the pane gets.
@@ -26,6 +26,7 @@ The model is a QStandardItemModel: well kept, and it passes qtmodeltester as it 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -153,9 +154,10 @@ def shown_name(name: str, fits: Callable[[str], bool], branch: int | None = None
 
 
 def shown_names(names: Sequence[str], fits: Callable[[str, str], bool]) -> dict[str, str | None]:
-    """``shown_name`` of every name (``fits(name, text)`` measures ``text`` shown for ``name``),
-    made distinct where the ends alone are not: names that would read the same get a window where
-    they first differ from each other (twice more if windows collide in turn)."""
+    """``shown_name`` of each of ``names`` (the tables in sight; ``fits(name, text)`` measures
+    ``text`` shown for ``name``), made distinct where the ends alone are not: names that would
+    read the same get a window where they first differ from each other (twice more if windows
+    collide in turn)."""
     shown = {name: shown_name(name, lambda t, n=name: fits(n, t)) for name in names}  # type: ignore[misc]
     for _round in range(3):
         groups: dict[str, list[str]] = {}
@@ -166,8 +168,12 @@ def shown_names(names: Sequence[str], fits: Callable[[str, str], bool]) -> dict[
         if not clashes:
             break
         for group in clashes:
-            for name in group:
-                branch = max(_common_prefix(name, other) for other in group if other != name)
+            # The longest common prefix with any other name of the group is the longer of those
+            # with its neighbours in sorted order (a linear pass, not one comparison per pair).
+            ordered = sorted(group)
+            shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
+            for i, name in enumerate(ordered):
+                branch = max(shared[i - 1] if i > 0 else 0, shared[i] if i < len(shared) else 0)
                 shown[name] = shown_name(name, lambda t, n=name: fits(n, t), branch)  # type: ignore[misc]
     return shown
 
@@ -175,19 +181,32 @@ def shown_names(names: Sequence[str], fits: Callable[[str, str], bool]) -> dict[
 class NameDelegate(QStyledItemDelegate):
     """Draws table names shortened by ``shown_names``; other rows as the view elides them.
 
-    The shortened names are worked out for all tables at once for a width (to make them distinct)
-    and kept until the width, the font or the schema changes.
+    Names are made distinct among the tables in sight (what a person compares), worked out once
+    for a width, a font and the rows shown, so painting stays cheap with 5,000 tables.
     """
 
-    def __init__(self, model: SchemaModel, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._model = model
-        self._cache: tuple[tuple[int, str], dict[str, str | None]] | None = None
-        model.modelReset.connect(self._forget)
-        model.rowsInserted.connect(self._forget)
+    def __init__(self, tree: SchemaTree) -> None:
+        super().__init__(tree)
+        self._tree = tree
+        self._cache: tuple[tuple[Any, ...], dict[str, str | None]] | None = None
 
-    def _forget(self) -> None:
-        self._cache = None
+    def _in_sight(self) -> tuple[str, ...]:
+        """The tables whose rows are in the viewport, top to bottom."""
+        tree = self._tree
+        index = tree.indexAt(QPoint(0, 0))
+        while index.isValid() and index.parent().isValid():
+            index = index.parent()
+        row = index.row() if index.isValid() else 0
+        bottom = tree.viewport().height()
+        names = []
+        proxy = tree.proxy
+        while row < proxy.rowCount():
+            top = proxy.index(row, 0)
+            if tree.visualRect(top).top() > bottom:
+                break
+            names.append(str(top.data(TABLE_ROLE)))
+            row += 1
+        return tuple(names)
 
     def initStyleOption(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
@@ -206,14 +225,17 @@ class NameDelegate(QStyledItemDelegate):
         if room <= 0:
             return
         metrics = option.fontMetrics
-        key = (room, option.font.key())
+        sight = self._in_sight()
+        if name not in sight:
+            sight = (name,)
+        key = (room, option.font.key(), sight)
         if self._cache is None or self._cache[0] != key:
-            model = self._model
+            model = self._tree.schema_model
 
             def fits(table: str, shown: str) -> bool:
                 return metrics.horizontalAdvance(shown + model.suffix(table)) <= room
 
-            self._cache = key, shown_names(model.tables(), fits)
+            self._cache = key, shown_names(sight, fits)
         shown = self._cache[1].get(name)
         if shown is not None:
             option.text = shown + text[len(name) :]
@@ -384,7 +406,7 @@ class SchemaTree(QTreeView):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.setItemDelegateForColumn(0, NameDelegate(model, self))
+        self.setItemDelegateForColumn(0, NameDelegate(self))
         header = self.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
