@@ -189,9 +189,27 @@ class NameDelegate(QStyledItemDelegate):
         super().__init__(tree)
         self._tree = tree
         self._cache: tuple[tuple[Any, ...], dict[str, str | None]] | None = None
+        self._sight: tuple[tuple[int, ...], tuple[str, ...]] | None = None
 
     def _in_sight(self) -> tuple[str, ...]:
-        """The tables whose rows are in the viewport, top to bottom."""
+        """The tables whose rows are in the viewport, top to bottom (worked out once per scroll
+        position and layout: every row painted asks)."""
+        tree = self._tree
+        bottom = tree.indexAt(QPoint(0, tree.viewport().height() - 1))
+        key = (
+            tree.verticalScrollBar().value(),
+            tree.viewport().height(),
+            tree.proxy.rowCount(),
+            bottom.row(),
+            bottom.parent().row(),
+        )
+        if self._sight is not None and self._sight[0] == key:
+            return self._sight[1]
+        names = self._tables_in_sight()
+        self._sight = key, names
+        return names
+
+    def _tables_in_sight(self) -> tuple[str, ...]:
         tree = self._tree
         index = tree.indexAt(QPoint(0, 0))
         while index.isValid() and index.parent().isValid():
