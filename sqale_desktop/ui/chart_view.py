@@ -12,6 +12,11 @@ Library: pyqtgraph, chosen over PySide6's QtCharts/QtGraphs because
 - the dark palette: background and every pen are set from the app's QPalette (``apply_palette``).
 It is imported on first use (the Chart tab), so it costs nothing at launch.
 
+Readable without the table (issue 20): the legend has a row of its own under the plot, never over
+a bar or a point; every category is named (``ui.chart_axis``: upright when the names do not fit
+side by side); hovering shows the exact values of the bar or point under the pointer.  The
+exported PNG and SVG paint the same scene, legend and names included.
+
 Which chart and which columns is ``core.chart_plan``'s decision; this module only draws it, says
 how many rows it covers, and exports PNG or SVG.  Rendering touches the scene and so runs on the UI
 thread; writing the file runs on the pool.
@@ -24,16 +29,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette
-from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from sqale_desktop.core.chart_plan import CHART_KINDS, ChartKind, ChartPlan, choose_chart, x_values, y_values
 from sqale_desktop.ui.palette import is_dark
 
 MAX_BARS = 2000
 """Bars drawn at most (the first ones); more are unreadable and slow, and the view says so."""
-MAX_TICKS = 40
+HOVER_PX = 12
+"""A line or scatter point is read out when the pointer is this close to it."""
+LEGEND_ROW = 4
+"""The plot item's layout row under the bottom axis (pyqtgraph puts its axes in rows 1 to 3)."""
+HINT = "Hover over the chart for exact values."
 MAX_SCATTER = 25_000
 """Points a scatter draws at most: pyqtgraph prepares each point of a scatter in Python (about
 4 µs each), so past this an evenly spaced sample is drawn, and the view says so."""
@@ -80,6 +97,11 @@ class ChartView(QWidget):
         self.plot = pg.PlotWidget(self)
         self.plot.setObjectName("chartPlot")
         self.plot.setMenuEnabled(False)
+        self.readout = QLabel(HINT, self)
+        self.readout.setObjectName("chartReadout")
+        self.readout.setWordWrap(True)  # a long readout wraps; it never widens the window
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.plot.scene().sigMouseMoved.connect(self._hover)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Chart:", self))
         bar.addWidget(self.kind_box)
@@ -90,6 +112,7 @@ class ChartView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.readout)
         self._columns: list[str] = []
         self._rows: Sequence[Sequence[Any]] = ()
         self._complete = True
@@ -97,6 +120,10 @@ class ChartView(QWidget):
         self.plan: ChartPlan | None = None
         self._axis_kind = "number"
         self._categories: list[str] = []
+        self.legend: Any = None  # pyqtgraph's LegendItem, in its own layout row
+        # What the readout reads: per series its name, the rows drawn, their x and y.
+        self._series: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._rule = ""  # how the category names are thinned, when they are
         self.apply_palette()
         self._enable(False)
 
@@ -134,9 +161,9 @@ class ChartView(QWidget):
         code call with arguments, so shadowing it would break them."""
         plot = self.plot.getPlotItem()
         plot.clear()
-        if plot.legend is not None:
-            plot.legend.scene().removeItem(plot.legend)
-            plot.legend = None
+        self._remove_legend()
+        self._series = []
+        self._set_readout("")
         rows = self._rows
         plan = choose_chart(self._columns, rows, self._chosen) if rows else None
         self.plan = plan
@@ -162,16 +189,15 @@ class ChartView(QWidget):
             xs = xs[:MAX_BARS]
             shown = MAX_BARS
         every = -(-len(rows) // MAX_SCATTER) if plan.kind == "scatter" else 1
-        self._set_bottom_axis("date" if plan.x_kind == "date" else "number")
+        self._set_bottom_axis(plan.x_kind if plan.x_kind in ("date", "text") else "number")
         colours = SERIES_COLOURS_DARK if is_dark() else SERIES_COLOURS
-        if len(plan.ys) > 1:
-            text_colour = QApplication.palette().color(QPalette.ColorRole.Text)
-            plot.addLegend(offset=(10, 10), labelTextColor=text_colour, brush=self.plot.backgroundBrush())
         width = 0.8 / len(plan.ys)
+        drawn: list[tuple[Any, str]] = []
         for n, column in enumerate(plan.ys):
             ys = _numbers(column, rows[:shown])
             colour = QColor(colours[n % len(colours)])
             name = plan.y_labels[n]
+            at = np.arange(len(ys))
             if plan.kind == "bar":
                 step = _bar_step(xs) if plan.x_kind != "text" else 1.0
                 offset = (n - (len(plan.ys) - 1) / 2) * width * step
@@ -184,9 +210,11 @@ class ChartView(QWidget):
                     name=name,
                 )
                 plot.addItem(item)
+                self._series.append((name, at, xs, ys))
             elif plan.kind == "line":
                 order = np.argsort(xs, kind="stable") if plan.x_kind != "text" else slice(None)
-                plot.plot(
+                self._series.append((name, at, xs, ys))
+                item = plot.plot(
                     xs[order],
                     ys[order],
                     pen=self._pg.mkPen(colour, width=1),  # 1 px: Qt's fast path; 1.5 px takes 4x longer
@@ -200,19 +228,23 @@ class ChartView(QWidget):
                 # points take several times longer to set up.
                 finite = np.isfinite(xs) & np.isfinite(ys)
                 finite[np.arange(len(finite)) % every != 0] = False
-                plot.addItem(
-                    self._pg.ScatterPlotItem(
-                        x=xs[finite],
-                        y=ys[finite],
-                        size=5,
-                        pen=None,
-                        brush=self._pg.mkBrush(colour),
-                        pxMode=True,
-                        name=name,
-                    )
+                item = self._pg.ScatterPlotItem(
+                    x=xs[finite],
+                    y=ys[finite],
+                    size=5,
+                    pen=None,
+                    brush=self._pg.mkBrush(colour),
+                    pxMode=True,
+                    name=name,
                 )
+                plot.addItem(item)
+                self._series.append((name, at[finite], xs[finite], ys[finite]))
+            drawn.append((item, name))
+        if len(drawn) > 1:
+            self._add_legend(drawn)
         self._categories = categories[: int(np.nanmax(xs)) + 1] if plan.x_kind == "text" and len(xs) else []
-        self._apply_ticks()
+        if self._axis_kind == "text":
+            plot.getAxis("bottom").set_names(self._categories)
         plot.setLabel("bottom", plan.x_label)
         plot.setLabel("left", ", ".join(plan.y_labels))
         plot.enableAutoRange()
@@ -228,22 +260,87 @@ class ChartView(QWidget):
             rows_text = f"one row in {every} of {rows_text}"
         return self._say(f"{what.capitalize()}, from {rows_text}.")
 
-    def _apply_ticks(self) -> None:
-        """Category names under the bars, thinned to what the axis has room for (pyqtgraph does
-        not rotate tick labels, and overlapping names read as noise)."""
-        axis = self.plot.getPlotItem().getAxis("bottom")
-        names = self._categories
-        if not names:
-            axis.setTicks(None)
-            return
-        room = max(2, min(MAX_TICKS, int(axis.width() or self.plot.width()) // 70))
-        every = max(1, -(-len(names) // room))
-        axis.setTicks([[(float(i), _tick(name, 10)) for i, name in enumerate(names) if i % every == 0]])
+    def _add_legend(self, drawn: list[tuple[Any, str]]) -> None:
+        """The series' names in a row of their own under the plot: a legend inside the view box
+        covered the tallest bar (issue 20: USA's 523.06 read as ~435)."""
+        text_colour = QApplication.palette().color(QPalette.ColorRole.Text)
+        legend = self._pg.LegendItem(labelTextColor=text_colour, horSpacing=12)
+        legend.setColumnCount(len(drawn))  # side by side, one row
+        for item, name in drawn:
+            legend.addItem(item, name)
+        # Sized now, before the layout owns it: LegendItem sizes itself only as entries are added.
+        legend.setMinimumSize(legend.width(), legend.height())
+        legend.setMaximumSize(legend.width(), legend.height())
+        layout = self.plot.getPlotItem().layout
+        layout.addItem(legend, LEGEND_ROW, 1)
+        layout.setAlignment(legend, Qt.AlignmentFlag.AlignHCenter)
+        self.legend = legend
 
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        if self._categories:
-            self._apply_ticks()
+    def _remove_legend(self) -> None:
+        if self.legend is None:
+            return
+        self.plot.getPlotItem().layout.removeItem(self.legend)
+        scene = self.legend.scene()
+        if scene is not None:
+            scene.removeItem(self.legend)
+        self.legend = None
+
+    # the readout -----------------------------------------------------------------------------
+    def _hover(self, position: QPointF) -> None:
+        """The exact values under the pointer (scene coordinates), in the line under the plot (not
+        a tooltip: a tooltip window under the pointer takes the next moves from the plot)."""
+        self._set_readout(self.readout_at(position))
+
+    def readout_at(self, position: QPointF) -> str:
+        """What the readout says for the pointer at ``position`` (scene coordinates): the row of
+        the bar under it, or of the nearest point within ``HOVER_PX``; "" over nothing."""
+        plan = self.plan
+        box = self.plot.getPlotItem().getViewBox()
+        if plan is None or not self._series or not box.sceneBoundingRect().contains(position):
+            return ""
+        at = box.mapSceneToView(position)
+        row: int | None = None
+        if plan.kind == "bar":
+            _name, rows, xs, _ys = self._series[0]
+            step = _bar_step(xs) if plan.x_kind != "text" else 1.0
+            distance = np.abs(xs - at.x())
+            if len(distance) and np.isfinite(distance).any():
+                nearest = int(np.nanargmin(distance))
+                if distance[nearest] <= 0.5 * step:
+                    row = int(rows[nearest])
+        else:
+            (x0, x1), (y0, y1) = box.viewRange()
+            sx = box.width() / ((x1 - x0) or 1.0)
+            sy = box.height() / ((y1 - y0) or 1.0)
+            best = float(HOVER_PX**2)
+            for _name, rows, xs, ys in self._series:
+                if not len(xs):
+                    continue
+                far = ((xs - at.x()) * sx) ** 2 + ((ys - at.y()) * sy) ** 2
+                if not np.isfinite(far).any():
+                    continue
+                nearest = int(np.nanargmin(far))
+                if far[nearest] <= best:
+                    best, row = float(far[nearest]), int(rows[nearest])
+        if row is None:
+            return ""
+        values = self._rows[row]
+        where = f"row {row + 1:,}" if plan.x is None else f"{plan.x_label} {_exact(values[plan.x])}"
+        shown = ", ".join(f"{plan.y_labels[n]} {_exact(values[c])}" for n, c in enumerate(plan.ys))
+        return f"{where}: {shown}"
+
+    def _set_readout(self, text: str) -> None:
+        self.readout.setText(text or " ".join(filter(None, [self._rule, HINT])))
+
+    def _thinned(self, every: int) -> None:
+        """The category axis labels every ``every``-th name (no room for all): say so."""
+        self._rule = (
+            ""
+            if every <= 1
+            else f"Every {_ordinal(every)} {self.plan.x_label if self.plan else 'name'} is labelled "
+            "(no room for all)."
+        )
+        self._set_readout("")
 
     def _say(self, text: str) -> str:
         self.status.setText(text)
@@ -255,7 +352,17 @@ class ChartView(QWidget):
         if kind == self._axis_kind:
             return
         plot = self.plot.getPlotItem()
-        axis = self._pg.DateAxisItem(orientation="bottom") if kind == "date" else self._pg.AxisItem("bottom")
+        if kind == "text":
+            from sqale_desktop.ui.chart_axis import CategoryAxis
+
+            axis = CategoryAxis()
+            axis.on_every = self._thinned
+        elif kind == "date":
+            axis = self._pg.DateAxisItem(orientation="bottom")
+        else:
+            axis = self._pg.AxisItem("bottom")
+        if self._rule:
+            self._thinned(1)
         plot.setAxisItems({"bottom": axis})
         self._axis_kind = kind
         self.apply_palette()
@@ -330,8 +437,21 @@ def _bar_step(xs: np.ndarray) -> float:
     return float(np.min(np.diff(finite)))
 
 
-def _tick(name: str, limit: int = 18) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+def _exact(value: Any) -> str:
+    """A value as a person reads it, exactly: a float to 15 significant digits (523.06, not the
+    binary noise of 523.0600000000003), numbers grouped by thousands."""
+    if isinstance(value, bool) or value is None:
+        return "NULL" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return format(value, ",.15g")
+    return str(value)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def write_export(path: Path, payload: QImage | bytes) -> Path:

@@ -53,6 +53,9 @@ from sqale_desktop.ui.sql_highlight import format_sql
 
 MAX_CARD_ROWS = 12
 MAX_CARD_COLUMN_PX = 220
+MIN_CARD_COLUMN_PX = 56
+"""A text column of a card's table is narrowed down to this (elided, the tooltip has the whole
+value) before a numeric column leaves the card's width."""
 ENDED_BY_TEXT = {
     "submit_sql": "submitted by the model",
     "final_turn": "answered in the final turn",
@@ -234,6 +237,36 @@ class ThinkingBox(QWidget):
         self._chars = 0
         _fit_text_height(self.text, self.MAX_LINES)
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._recolour()
+
+    def _recolour(self) -> None:
+        """The thinking's grey is a colour in the text, not a palette role: give the text written
+        so far (and what comes next) the new palette's grey."""
+        grey = self.palette().placeholderText()
+        if grey == self._think.foreground():
+            return
+        self._think.setForeground(grey)
+        recolour = QTextCharFormat()
+        recolour.setForeground(grey)
+        spans = []  # found first, changed after: changing formats merges fragments under an iterator
+        block = self.text.document().begin()
+        while block.isValid():
+            iterator = block.begin()
+            while not iterator.atEnd():
+                fragment = iterator.fragment()
+                if fragment.charFormat().fontItalic():
+                    spans.append((fragment.position(), fragment.position() + fragment.length()))
+                iterator += 1
+            block = block.next()
+        cursor = QTextCursor(self.text.document())
+        for start, end in spans:
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeCharFormat(recolour)
+
     def append(self, text: str, phase: str) -> None:
         if phase == "think":
             # The loop's phase splitter hands the tags over whole, inside think-phase text; they
@@ -263,6 +296,44 @@ class ThinkingBox(QWidget):
         return self.toggle.isChecked()
 
 
+class _ColumnFitter(QObject):
+    """Keeps a card's table within its width: numbers stay whole, text columns give way.
+
+    Columns are sized to their contents (up to ``MAX_CARD_COLUMN_PX``); in a pane narrower than
+    that (a 1024-pixel window) the text columns share what the numeric ones leave, down to
+    ``MIN_CARD_COLUMN_PX`` each, and elide: the numeric column was cut off at the card's edge,
+    exactly the figure the question asked for.  Only past that does the table scroll sideways.
+    """
+
+    def __init__(self, view: QTableView, natural: list[int], numeric: list[bool]) -> None:
+        super().__init__(view)
+        self.view = view
+        self.natural = natural
+        self.numeric = numeric
+        view.viewport().installEventFilter(self)
+        self.fit()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt's name
+        if event.type() == QEvent.Type.Resize:
+            self.fit()
+        return False
+
+    def fit(self) -> None:
+        room = self.view.viewport().width()
+        fixed = sum(w for w, numeric in zip(self.natural, self.numeric, strict=True) if numeric)
+        text = [w for w, numeric in zip(self.natural, self.numeric, strict=True) if not numeric]
+        cap = MAX_CARD_COLUMN_PX
+        if text and fixed + sum(text) > room:
+            # The widest text columns give way first: the largest cap under which it all fits.
+            caps = range(max(text), MIN_CARD_COLUMN_PX, -2)
+            cap = next((c for c in caps if fixed + sum(min(w, c) for w in text) <= room), MIN_CARD_COLUMN_PX)
+        header = self.view.horizontalHeader()
+        for column, (width, numeric) in enumerate(zip(self.natural, self.numeric, strict=True)):
+            wanted = width if numeric else min(width, cap)
+            if header.sectionSize(column) != wanted:
+                header.resizeSection(column, wanted)
+
+
 def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QWidget) -> QTableView:
     """A small static table.  A C++ QStandardItemModel on purpose: painting it never calls back
     into Python, so a card stays cheap to draw while the model streams on another thread."""
@@ -271,10 +342,14 @@ def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: Q
     model = QStandardItemModel(len(shown), len(columns), view)
     model.setHorizontalHeaderLabels([str(c) for c in columns])
     grey = QBrush(QColor("#8a8a8a"))
+    numeric = [True] * len(columns)
     for r, row in enumerate(shown):
         for c, value in enumerate(row[: len(columns)]):
             item = QStandardItem(display_value(value))
             item.setEditable(False)
+            item.setToolTip(item.text())  # the whole value when the column is narrowed
+            if value is not None and not isinstance(value, int | float):
+                numeric[c] = False
             if value is None or isinstance(value, bytes | bytearray | memoryview):
                 item.setForeground(grey)
                 font = item.font()
@@ -289,10 +364,10 @@ def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: Q
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
     view.resizeColumnsToContents()
     header = view.horizontalHeader()
-    for column in range(len(columns)):
-        header.resizeSection(column, min(header.sectionSize(column), MAX_CARD_COLUMN_PX))
+    natural = [min(header.sectionSize(column), MAX_CARD_COLUMN_PX) for column in range(len(columns))]
     header.setStretchLastSection(True)
     view.setTextElideMode(Qt.TextElideMode.ElideRight)
+    _ColumnFitter(view, natural, numeric)
     row_height = view.verticalHeader().defaultSectionSize()
     # Room for a horizontal scroll bar is kept below the rows: a wide result scrolls sideways
     # without the bar covering its last row.
@@ -502,6 +577,14 @@ class AnswerCard(QFrame):
         buttons.addWidget(self.copy_button)
         buttons.addStretch(1)
         layout.addLayout(buttons)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            # Qt colours a rich-text link when it parses the text, with the palette of that moment;
+            # the same text again is no change to QLabel, so it is parsed anew only after a clear.
+            self.details.clear()
+            self.set_details(self._details)
 
     def set_details(self, text: str) -> None:
         self._details = text

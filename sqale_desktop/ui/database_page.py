@@ -145,6 +145,8 @@ class DatabasePage(QWidget):
         self.open_sql(sql)
 
     def preview_table(self, table: str) -> None:
+        """The table's rows in the grid, which comes to the front (not behind the query history)."""
+        self.sql.views.setCurrentWidget(self.sql.result_tab)
         self.open_sql(f"SELECT * FROM {quote_identifier(table)}")
 
     def copy_text(self, text: str) -> None:

@@ -172,6 +172,8 @@ class MainWindow(QMainWindow):
         self.conversations.message.connect(self.show_message)
         self.model_advice = ModelAdvice(self.pool, self.model_banners, lambda: self.settings, self)
         self.model_advice.checked.connect(self.model_checked)
+        self._model_info: Any = None  # the chosen model's GGUF metadata, for the context figure
+        self.model_advice.checked.connect(self._model_read)
         self.model_advice.models_wanted.connect(self.show_models)
 
     def _build_menus(self) -> None:
@@ -340,7 +342,15 @@ class MainWindow(QMainWindow):
             page.stop_queries()
 
     def _context_used(self, tokens: int) -> None:
-        self.status.show_context(tokens, self.settings.n_ctx)
+        """Out of the context the engine got: a local model's is clamped to its training context
+        (``core.runtime`` builds it so, the "context" banner says so), not ``settings.n_ctx``."""
+        from sqale_desktop.core.models.gguf_info import effective_n_ctx
+
+        info = self._model_info if self.settings.engine == "llama" else None
+        self.status.show_context(tokens, effective_n_ctx(info, self.settings.n_ctx))
+
+    def _model_read(self, info: Any) -> None:
+        self._model_info = info
 
     def _episode_finished(
         self, page: DatabasePage, episode: Episode | None, error: str, recording: bool
@@ -455,9 +465,14 @@ class MainWindow(QMainWindow):
         page = self.current_page()
         tables = len(page.schema_model.countable_tables()) if page is not None else None
         dialog = ModelManagerDialog(
-            self.pool, self, active_model_id=self.settings.model_id, table_count=tables
+            self.pool,
+            self,
+            active_model_id=self.settings.model_id,
+            table_count=tables,
+            engine=self.settings.engine,
         )
         dialog.model_chosen.connect(self._use_model)
+        dialog.model_kept.connect(self._keep_model)
         dialog.models_changed.connect(self.settings_changed)
         if start_suggested:
             dialog.get_suggested()
@@ -467,6 +482,11 @@ class MainWindow(QMainWindow):
 
     def _use_model(self, model_id: str) -> None:
         self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
+
+    def _keep_model(self, model_id: str) -> None:
+        """The model the local engine loads by default is now named in the settings; it stays loaded."""
+        self.settings = dataclasses.replace(self.settings, model_id=model_id)
+        self._save_settings()
 
     def download_suggested_model(self) -> None:
         """The first-run offer's one click: the model manager finds the suggested build of the

@@ -54,10 +54,13 @@ class ModelManagerDialog(QDialog):
 
     Signals:
         model_chosen(str): the user picked a model to use (its registry id).
+        model_kept(str): the model already in use (picked by default, the settings naming none)
+            is now the chosen one: the settings should name it, and nothing needs to reload.
         models_changed(): the registry changed (added, removed).
     """
 
     model_chosen = Signal(str)
+    model_kept = Signal(str)
     models_changed = Signal()
 
     def __init__(
@@ -67,6 +70,7 @@ class ModelManagerDialog(QDialog):
         registry: Registry | None = None,
         active_model_id: str = "",
         table_count: int | None = None,
+        engine: str = "llama",
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Models")
@@ -74,6 +78,7 @@ class ModelManagerDialog(QDialog):
         self._pool = pool
         self.registry = registry or Registry()
         self.active_model_id = active_model_id
+        self.engine = engine  # the settings' engine: with a server, no local model is in use
         self.table_count = table_count
         self._job: JobContext | None = None
         self._search_job: JobContext | None = None  # hub lookups run beside imports and verifies
@@ -203,8 +208,21 @@ class ModelManagerDialog(QDialog):
             self.message.setText(f"Could not read the model registry: {exc}")
             return []
 
+    def in_use_id(self) -> str:
+        """The model the app loads: the settings' choice when its file is there, else the oldest
+        usable one, as ``core.runtime`` picks it (``Registry.usable``); "" when there is none, or
+        when the app talks to a server."""
+        if self.engine != "llama":
+            return ""
+        try:
+            record = self.registry.usable(self.active_model_id or None)
+        except Exception:  # a file changed since it was registered: the settings' choice stands
+            return self.active_model_id
+        return record.id if record is not None else ""
+
     def refresh(self) -> None:
         records = self.records()
+        in_use = self.in_use_id() if records else ""
         self.table.setRowCount(len(records))
         for row, record in enumerate(records):
             name = QTableWidgetItem(record.name)
@@ -213,7 +231,7 @@ class ModelManagerDialog(QDialog):
             missing = not Path(record.path).is_file()
             if missing:
                 name.setText(f"{record.name} (file missing)")
-            if record.id == self.active_model_id:
+            if record.id == in_use:
                 name.setText(f"✓ {name.text()} — in use")
                 font = name.font()
                 font.setBold(True)
@@ -226,7 +244,7 @@ class ModelManagerDialog(QDialog):
         for button in (self.use_button, self.verify_button, self.remove_button):
             button.setEnabled(has)
         if has and not self.table.selectedItems():
-            active = next((r for r, rec in enumerate(records) if rec.id == self.active_model_id), 0)
+            active = next((r for r, rec in enumerate(records) if rec.id == in_use), 0)
             self.table.selectRow(active)
         if not has and not self.message.text():
             self.message.setText(
@@ -240,8 +258,13 @@ class ModelManagerDialog(QDialog):
         return str(value) if value else None
 
     def use_selected(self) -> None:
+        """Use the selected model; the one already in use stays loaded (it is only named in the
+        settings when they named none)."""
         model_id = self.selected_id()
-        if model_id:
+        if model_id and model_id == self.in_use_id():
+            self._keep(model_id)
+            self.message.setText(f"{model_id} is already in use.")
+        elif model_id:
             self.model_chosen.emit(model_id)
             self.active_model_id = model_id
             self.refresh()
@@ -297,10 +320,19 @@ class ModelManagerDialog(QDialog):
         def imported(result: tuple[ModelRecord, str | None]) -> None:
             record, warning = result
             self._done(" ".join(filter(None, [f"Imported {record.id}.", warning])), changed=True)
+            if self.in_use_id() == record.id:  # the first model, or the settings' own: in use now
+                self._keep(record.id)
 
         self._job = self._pool.start(
             job, finished=imported, failed=lambda exc: self._done(str(exc)), progress=self._bytes_progress
         )
+
+    def _keep(self, model_id: str) -> None:
+        """``model_id`` is the model in use: marked so, and named in the settings if it was not."""
+        if model_id != self.active_model_id:
+            self.active_model_id = model_id
+            self.model_kept.emit(model_id)
+        self.refresh()
 
     # download -------------------------------------------------------------------------------
     def get_suggested(self) -> None:

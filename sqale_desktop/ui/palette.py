@@ -2,6 +2,10 @@
 
 Qt's Fusion style draws both palettes the same way on every platform, so the app looks alike on
 Linux, macOS and Windows and the screenshots in the tests mean something.
+
+Switching while the app runs must leave nothing of the old theme behind (issue 20): widgets under
+a style sheet are repolished here (``restyle``); what baked a colour into its text (a rich-text
+link, the thinking's grey) re-colours itself on ``QEvent.PaletteChange`` (``ui.chat_widgets``).
 """
 
 from __future__ import annotations
@@ -49,7 +53,22 @@ def apply_theme(app: QApplication, theme: Theme = "system") -> bool:
     app.setStyle("Fusion")
     dark = theme == "dark" or (theme == "system" and system_prefers_dark())
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
+    restyle(app)
     return dark
+
+
+def restyle(app: QApplication) -> None:
+    """Repolish every widget that has a style sheet with the palette now in use.
+
+    Qt's style-sheet style computes the palette of such a widget (and of its children: the banner's
+    buttons) once, when it polishes it, and an application palette change does not redo that: the
+    "Thinking" toggles stayed light grey on light grey after Dark → Light.  Setting the same sheet
+    again makes Qt repolish them.
+    """
+    for widget in app.allWidgets():
+        sheet = widget.styleSheet()
+        if sheet:
+            widget.setStyleSheet(sheet)
 
 
 def is_dark(app: QGuiApplication | None = None) -> bool:

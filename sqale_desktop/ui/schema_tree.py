@@ -14,7 +14,10 @@ big table can take seconds), each filling in its table's "Rows" cell when it arr
   shown changes.  Columns are hidden in the view (``setRowHidden``), and only under expanded tables:
   refiltering the columns of 5,000 tables in the proxy cost ~100 ms on a keystroke that changed
   only which columns matched.  ``benchmarks/ui.py`` measures keystrokes on 5,000 tables.
-- Width: names elide in the middle (``ios__power…_Events``), every name has a tooltip with the
+- Width: a table name that does not fit keeps its end (``…Backward_DistributionEvents``), where
+  sorted names differ, and names in sight that would still read the same get a window where they
+  part (see ``shown_names``): a middle elision turned six names of the iOS power log into the same
+  ``PLAccountin…nts_Dynamic``.  Column rows elide in the middle; every name has a tooltip with the
   whole of it, and the row count is a column of its own sized to its contents, so it stays visible
   however narrow the pane gets.
 
@@ -23,20 +26,33 @@ The model is a QStandardItemModel: well kept, and it passes qtmodeltester as it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from natsort import natsort_keygen, ns
-from PySide6.QtCore import QEvent, QModelIndex, QPoint, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QDialog,
     QDialogButtonBox,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -51,7 +67,8 @@ SEARCH_ROLE = Qt.ItemDataRole.UserRole + 3  # what the filter box matches (see t
 
 TABLE_KINDS = ("table", "view", "virtual")
 AUTO_EXPAND_AT_MOST = 25
-"""A filter that leaves this few tables expands them, so the matching columns are in sight."""
+"""A filter that leaves this few tables expands those found through their columns, so the matching
+columns are in sight (a table found by its name stays collapsed: its name is the match)."""
 
 _natural = natsort_keygen(alg=ns.IGNORECASE)
 
@@ -76,6 +93,170 @@ def _column_label(table: TableInfo, index: int) -> str:
 def select_statement(table: str, limit: int = 100) -> str:
     """The statement "Copy SELECT" puts on the clipboard (always-correct quoting)."""
     return f"SELECT * FROM {quote_identifier(table)} LIMIT {limit}"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _word_start(name: str, at: int) -> int:
+    """Where the word holding ``name[at]`` begins (after ``_``, a space, ``-`` or ``.``, or at a
+    capital after a small letter): a window shows "Backward", not "ckward"."""
+    start = at
+    while start > 0:
+        before, here = name[start - 1], name[start]
+        if before in "_ -." or (here.isupper() and before.islower()):
+            break
+        start -= 1
+    return start
+
+
+def _widest(compose: Callable[[int], str], high: int, fits: Callable[[str], bool]) -> str | None:
+    """The text ``compose(n)`` for the largest n in 1..high that fits (it grows with n)."""
+    low, best = 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        text = compose(middle)
+        if fits(text):
+            best, low = text, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def shown_name(name: str, fits: Callable[[str], bool], branch: int | None = None) -> str | None:
+    """``name`` as it fits (``fits`` measures): whole, else its end after "…"; or, when ``branch``
+    is given (where it first differs from the names that share that end), a window from there and
+    the end, "…" between.  None when not even one character does (the view then elides itself).
+
+    A schema's names share their starts (``PLAccountingOperator_…``), sort side by side, and differ
+    towards the end, which a middle elision hid: six names of the iOS power log read
+    ``PLAccountin…nts_Dynamic``.  The row above shows the shared start.
+    """
+    if fits(name):
+        return name
+    n = len(name)
+    if branch is None:
+        return _widest(lambda k: "…" + name[n - k :], n, fits)
+    start = _word_start(name, min(branch, n - 1))
+
+    def window(k: int) -> str:
+        if start + k >= n - k:
+            return "…" + name[start:]
+        return "…" + name[start : start + k] + "…" + name[n - k :]
+
+    return _widest(window, n, fits)
+
+
+def shown_names(names: Sequence[str], fits: Callable[[str, str], bool]) -> dict[str, str | None]:
+    """``shown_name`` of each of ``names`` (the tables in sight; ``fits(name, text)`` measures
+    ``text`` shown for ``name``), made distinct where the ends alone are not: names that would
+    read the same get a window where they first differ from each other (twice more if windows
+    collide in turn)."""
+    shown = {name: shown_name(name, lambda t, n=name: fits(n, t)) for name in names}  # type: ignore[misc]
+    for _round in range(3):
+        groups: dict[str, list[str]] = {}
+        for name, text in shown.items():
+            if text is not None and text != name:
+                groups.setdefault(text, []).append(name)
+        clashes = [group for group in groups.values() if len(group) > 1]
+        if not clashes:
+            break
+        for group in clashes:
+            # The longest common prefix with any other name of the group is the longer of those
+            # with its neighbours in sorted order (a linear pass, not one comparison per pair).
+            ordered = sorted(group)
+            shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
+            for i, name in enumerate(ordered):
+                branch = max(shared[i - 1] if i > 0 else 0, shared[i] if i < len(shared) else 0)
+                shown[name] = shown_name(name, lambda t, n=name: fits(n, t), branch)  # type: ignore[misc]
+    return shown
+
+
+class NameDelegate(QStyledItemDelegate):
+    """Draws table names shortened by ``shown_names``; other rows as the view elides them.
+
+    Names are made distinct among the tables in sight (what a person compares), worked out once
+    for a width, a font and the rows shown, so painting stays cheap with 5,000 tables.
+    """
+
+    def __init__(self, tree: SchemaTree) -> None:
+        super().__init__(tree)
+        self._tree = tree
+        self._cache: tuple[tuple[Any, ...], dict[str, str | None]] | None = None
+        self._sight: tuple[tuple[int, ...], tuple[str, ...]] | None = None
+
+    def _in_sight(self) -> tuple[str, ...]:
+        """The tables whose rows are in the viewport, top to bottom (worked out once per scroll
+        position and layout: every row painted asks)."""
+        tree = self._tree
+        bottom = tree.indexAt(QPoint(0, tree.viewport().height() - 1))
+        key = (
+            tree.verticalScrollBar().value(),
+            tree.viewport().height(),
+            tree.proxy.rowCount(),
+            bottom.row(),
+            bottom.parent().row(),
+        )
+        if self._sight is not None and self._sight[0] == key:
+            return self._sight[1]
+        names = self._tables_in_sight()
+        self._sight = key, names
+        return names
+
+    def _tables_in_sight(self) -> tuple[str, ...]:
+        tree = self._tree
+        index = tree.indexAt(QPoint(0, 0))
+        while index.isValid() and index.parent().isValid():
+            index = index.parent()
+        row = index.row() if index.isValid() else 0
+        bottom = tree.viewport().height()
+        names = []
+        proxy = tree.proxy
+        while row < proxy.rowCount():
+            top = proxy.index(row, 0)
+            if tree.visualRect(top).top() > bottom:
+                break
+            names.append(str(top.data(TABLE_ROLE)))
+            row += 1
+        return tuple(names)
+
+    def initStyleOption(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        name = index.data(TABLE_ROLE)
+        text = option.text
+        if index.data(KIND_ROLE) not in TABLE_KINDS or not isinstance(name, str) or not text.startswith(name):
+            return
+        widget = option.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, widget)
+        # The style draws the text inside a margin on both sides of that rectangle.
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, widget) + 1
+        room = rect.width() - 2 * margin
+        if room <= 0:
+            return
+        metrics = option.fontMetrics
+        sight = self._in_sight()
+        if name not in sight:
+            sight = (name,)
+        key = (room, option.font.key(), sight)
+        if self._cache is None or self._cache[0] != key:
+            model = self._tree.schema_model
+
+            def fits(table: str, shown: str) -> bool:
+                return metrics.horizontalAdvance(shown + model.suffix(table)) <= room
+
+            self._cache = key, shown_names(sight, fits)
+        shown = self._cache[1].get(name)
+        if shown is not None:
+            option.text = shown + text[len(name) :]
 
 
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -198,13 +379,17 @@ class SchemaModel(QStandardItemModel):
     def row_count_text(self, table: str) -> str | None:
         return self._counts.get(table)
 
+    def suffix(self, name: str) -> str:
+        """What follows a table's name in its row: "  (view)", "  (virtual)", or nothing."""
+        table = self._tables.get(name)
+        return "" if table is None or table.kind == "table" else f"  ({table.kind})"
+
     def _relabel(self, name: str) -> None:
         item = self._items.get(name)
         table = self._tables.get(name)
         if item is None or table is None:
             return
-        kind = "" if table.kind == "table" else f"  ({table.kind})"
-        item.setText(f"{name}{kind}")
+        item.setText(f"{name}{self.suffix(name)}")
 
 
 class SchemaFilter(QSortFilterProxyModel):
@@ -239,6 +424,7 @@ class SchemaTree(QTreeView):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setItemDelegateForColumn(0, NameDelegate(self))
         header = self.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -348,6 +534,7 @@ class SchemaBrowser(QWidget):
         self._filtered = False
         self.tree = SchemaTree(model, self)
         self._expanded: set[int] = set()  # source rows of the tables the user expanded
+        self._auto: set[int] = set()  # source rows the filter expanded (collapsed when it moves on)
         self.tree.expanded.connect(self._table_expanded)
         self.tree.collapsed.connect(lambda index: self._expanded.discard(self._source_row(index)))
         model.modelReset.connect(self._forget_shown)
@@ -378,6 +565,7 @@ class SchemaBrowser(QWidget):
         self._shown = None
         self._hits = {}
         self._expanded.clear()
+        self._auto.clear()
         self.tree.proxy.setFilterFixedString("")
         if self.filter_box.text():
             self.set_filter(self.filter_box.text())
@@ -408,6 +596,7 @@ class SchemaBrowser(QWidget):
             if self._filtered:
                 self.tree.collapseAll()
                 self._expanded.clear()
+                self._auto.clear()
             self._filtered = False
             return
         self._filtered = True
@@ -416,12 +605,12 @@ class SchemaBrowser(QWidget):
             f"{shown:,} of {total:,} tables and views" if shown else "No table or column matches"
         )
         self.status.show()
-        if shown <= AUTO_EXPAND_AT_MOST:
-            self.tree.expandAll()  # (emits no expanded signals)
-            for row in range(shown):
-                index = proxy.index(row, 0)
-                self._expanded.add(self._source_row(index))
-                self._hide_columns(index)
+        wanted = set(self._hits) if shown <= AUTO_EXPAND_AT_MOST else set()
+        for source_row in self._auto - wanted:
+            self.tree.collapse(proxy.mapFromSource(self.model.index(source_row, 0)))
+        for source_row in sorted(wanted - self._auto):
+            self.tree.expand(proxy.mapFromSource(self.model.index(source_row, 0)))
+        self._auto = wanted
 
     def _source_row(self, index: QModelIndex) -> int:
         return self.tree.proxy.mapToSource(index).row()

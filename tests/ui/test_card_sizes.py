@@ -152,3 +152,47 @@ def test_the_live_thinking_box_of_a_later_turn_shows_its_wrapped_lines(
     window.grab().save(str(artifacts / "thinking_live_1024x700.png"))
     with qtbot.waitSignal(window.episode_finished, timeout=20_000):
         window.stop(page)
+
+
+LONG_NAMES_SQL = (
+    "SELECT ar.Name AS artist, al.Title AS album, count(*) AS tracks, sum(t.Milliseconds) / 1000 AS seconds "
+    "FROM Track t JOIN Album al USING (AlbumId) JOIN Artist ar USING (ArtistId) "
+    "GROUP BY al.AlbumId ORDER BY length(ar.Name) + length(al.Title) DESC LIMIT 5"
+)
+
+
+def test_numbers_in_the_cards_tables_stay_whole_in_a_narrow_window(
+    qtbot: Any, make_window: WindowFactory, chinook: Path, artifacts: Path
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QTableView
+
+    # Long artist names and album titles beside two numbers (issue 20: the numbers were cut off).
+    window: MainWindow = make_window(
+        [
+            turn("Count the tracks.", call("run_query", sql=LONG_NAMES_SQL)),
+            turn("Done.", call("submit_sql", sql=LONG_NAMES_SQL)),
+        ]
+    )
+    window.resize(1024, 700)
+    page = open_page(qtbot, window, chinook)
+    view = ask(qtbot, window, page)
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        pass
+    settle()
+    tables = [t for card in view.tool_cards() for t in card.findChildren(QTableView)]
+    assert len(tables) == 2
+    for table in tables:
+        model, header = table.model(), table.horizontalHeader()
+        room = table.viewport().width()
+        assert model.columnCount() == 4
+        for column in (2, 3):  # tracks, seconds: whole, inside the card
+            needed = table.sizeHintForColumn(column)
+            left = header.sectionViewportPosition(column)
+            assert header.sectionSize(column) >= needed, (column, header.sectionSize(column), needed)
+            assert left >= 0 and left + header.sectionSize(column) <= room, (column, left, room)
+        # The text gave way, elided, and says the whole of itself in a tooltip.
+        name = model.index(0, 0)
+        assert header.sectionSize(0) < table.sizeHintForColumn(0)
+        assert model.data(name, Qt.ItemDataRole.ToolTipRole) == model.data(name)
+    window.grab().save(str(artifacts / "cards_tables_1024x700.png"))

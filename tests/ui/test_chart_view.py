@@ -3,16 +3,18 @@ the answer card's Chart button; screenshots of the data side in both palettes.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QItemSelectionModel
+from PySide6.QtCore import QItemSelectionModel, QPoint, QPointF, QRectF
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
-from sqale_desktop.ui.chart_view import ChartView
+from sqale_desktop.ui.chart_view import ChartView, write_export
 from sqale_desktop.ui.palette import apply_theme
 from sqale_desktop.ui.sql_panel import SqlPanel
 from tests.ui.sql_panels import shown_panel
@@ -35,6 +37,12 @@ def chart(qtbot: Any) -> ChartView:
     view.resize(800, 480)
     view.show()
     return view
+
+
+def settle(qtbot: Any, view: ChartView) -> None:
+    """Until the category axis has the height its upright names asked the plot's layout for."""
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    qtbot.waitUntil(lambda: bool(axis.labels) and axis.height() == axis.maximumHeight(), timeout=5000)
 
 
 def axis_titles(view: ChartView) -> tuple[str, str]:
@@ -166,6 +174,7 @@ def test_screenshots_of_the_data_side(
         window.resize(width, height)
         QApplication.processEvents()
         page.sql.views.setCurrentWidget(page.sql.chart_tab)
+        settle(qtbot, view)
         window.grab().save(str(artifacts / f"data_chart_{theme}_{width}x{height}.png"))
         page.sql.views.setCurrentWidget(page.sql.result_tab)
         page.sql.grid.filter_requested.emit(0, "contains", "ro")
@@ -183,3 +192,137 @@ def test_screenshots_of_the_data_side(
     apply_theme(app, "light" if theme == "dark" else "dark")
     page.refresh_palette()
     assert view.plot.backgroundBrush().color().lightness() != background.lightness()
+
+
+CHINOOK_COUNTRIES = (
+    "SELECT BillingCountry AS country, count(*) AS invoices, sum(Total) AS revenue "
+    "FROM Invoice GROUP BY 1 ORDER BY 3 DESC"
+)
+
+
+def query(path: Path, sql: str) -> tuple[list[str], list[list[Any]]]:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        cursor = db.execute(sql)
+        return [d[0] for d in cursor.description], [list(row) for row in cursor]
+
+
+def bars(view: ChartView) -> list[tuple[Any, list[QRectF]]]:
+    """Every bar item with the scene rectangle of each of its bars, read back from the plot."""
+    import pyqtgraph as pg
+
+    found = []
+    for item in view.plot.getPlotItem().items:
+        if isinstance(item, pg.BarGraphItem):
+            xs, heights, width = item.opts["x"], item.opts["height"], item.opts["width"]
+            rects = [
+                item.mapRectToScene(QRectF(x - width / 2, 0.0, width, h).normalized())
+                for x, h in zip(xs, heights, strict=True)
+            ]
+            found.append((item, rects))
+    return found
+
+
+def near(seen: QColor, colour: QColor, tolerance: int = 24) -> bool:
+    return all(abs(a - b) <= tolerance for a, b in zip(seen.getRgb()[:3], colour.getRgb()[:3], strict=True))
+
+
+def hover_until(qtbot: Any, view: ChartView, where: Callable[[], QPointF], expected: str) -> None:
+    """Move the pointer over the plot to ``where()`` (scene coordinates) until the readout says
+    ``expected``: moved again on each try, as the plot's layout may still be settling, and a
+    pixel aside every other time (Qt drops a move to where the pointer already is)."""
+    tries = [0]
+
+    def moved() -> bool:
+        tries[0] += 1
+        at = scene_to_viewport(view, where()) + QPoint(tries[0] % 2, 0)
+        qtbot.mouseMove(view.plot.viewport(), at)
+        return view.readout.text() == expected
+
+    qtbot.waitUntil(moved, timeout=5000)
+
+
+def scene_to_viewport(view: ChartView, point: QPointF) -> QPoint:
+    return view.plot.mapFromScene(point)
+
+
+def test_chinook_revenue_per_country_reads_without_the_table(
+    qtbot: Any, chinook: Path, artifacts: Path, tmp_path: Path
+) -> None:
+    columns, rows = query(chinook, CHINOOK_COUNTRIES)
+    assert len(rows) == 24 and rows[0][0] == "USA"
+    view = chart(qtbot)
+    view.set_data(columns, rows, True)
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    # Every country is named under its bars (upright: 24 names do not fit side by side in 800 px),
+    # once the plot has its size (the names are placed when the axis paints).
+    qtbot.waitUntil(lambda: axis.labels == [row[0] for row in rows], timeout=5000)
+    assert axis.upright and axis.every == 1
+    view.grab().save(str(artifacts / "chart_chinook_countries.png"))
+    # No scale prefix on the names' axis.
+    assert axis.autoSIPrefixScale == 1.0 and "x0." not in axis.labelString()
+    # Bar heights read back from the plot are the values.
+    found = bars(view)
+    assert [item.opts["name"] for item, _rects in found] == ["invoices", "revenue"]
+    for n, (item, _rects) in enumerate(found):
+        assert list(item.opts["height"]) == [row[n + 1] for row in rows]
+    # The legend is outside the plot: its rectangle meets no bar.
+    assert view.legend is not None
+    legend = view.legend.sceneBoundingRect()
+    assert legend.height() > 0
+    assert not any(legend.intersects(rect) for _item, rects in found for rect in rects)
+    # The exported PNG is the same scene: the top of every bar shows the bar's own colour.
+    png = tmp_path / "countries.png"
+    write_export(png, view.render_image(1600))
+    image = QImage(str(png))
+    source = view.plot.getPlotItem().sceneBoundingRect()
+    scale = image.width() / source.width()
+    for item, rects in found:
+        colour = QColor(item.opts["brush"])
+        for rect in rects:
+            if rect.height() * scale < 6:
+                continue
+            x = int((rect.center().x() - source.left()) * scale)
+            y = int((rect.top() - source.top()) * scale) + 4
+            seen = image.pixelColor(x, y)
+            # (the faint grid lines are drawn over the bars: close to the colour, not equal)
+            assert near(seen, colour), (rect, seen.name(), colour.name())
+    # Hovering the USA revenue bar reads out its exact values (not 523.0600000000003).
+    usa_revenue = found[1][1][0]
+    hover_until(qtbot, view, lambda: usa_revenue.center(), "country USA: invoices 91, revenue 523.06")
+    view.grab().save(str(artifacts / "chart_chinook_hover.png"))
+    # The SVG holds the names and the legend too.
+    svg = view.svg_bytes().decode("utf-8")
+    assert "United Kingdom" in svg and "revenue" in svg
+
+
+def test_a_one_row_chart_names_its_category_whole_and_without_a_scale(qtbot: Any, artifacts: Path) -> None:
+    view = chart(qtbot)
+    name = "Harbor & Crescent Trading Company"
+    view.set_data(["name", "orders"], [[name, 7]], True)
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    qtbot.waitUntil(lambda: axis.labels == [name], timeout=5000)
+    assert not axis.upright
+    view.grab().save(str(artifacts / "chart_one_row.png"))
+    assert "x0.001" not in axis.labelString() and axis.autoSIPrefixScale == 1.0
+    [(item, _rects)] = bars(view)
+    assert list(item.opts["height"]) == [7]
+
+
+def test_too_many_categories_are_thinned_by_a_stated_rule(qtbot: Any) -> None:
+    view = chart(qtbot)
+    rows = [[f"customer {i:03d}", i] for i in range(300)]
+    view.set_data(["customer", "orders"], rows, True)
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    qtbot.waitUntil(lambda: axis.every > 1 and axis.labels == [row[0] for row in rows[:: axis.every]])
+    assert axis.upright
+    assert view.readout.text().startswith(f"Every {axis.every}th customer is labelled")
+
+
+def test_hovering_a_scatter_point_reads_out_its_row(qtbot: Any) -> None:
+    view = chart(qtbot)
+    view.set_data(["price", "sold"], [[1.5, 10], [2.25, 30], [4.0, 20]], True)
+    qtbot.waitExposed(view)
+    box = view.plot.getPlotItem().getViewBox()
+    hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(2.25, 30)), "price 2.25: sold 30")
+    away = "Hover over the chart for exact values."
+    hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(3.2, 12)), away)

@@ -134,18 +134,21 @@ def manager(qtbot: Any, tmp_path: Path) -> Iterator[ModelManagerDialog]:
 def test_model_manager_import_verify_remove(qtbot: Any, manager: ModelManagerDialog, artifacts: Path) -> None:
     dialog, registry = manager, manager.registry
     assert dialog.table.rowCount() == 0 and "No model installed" in dialog.message.text()
-    with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
+    # The first model imported is the one the app loads: marked in use, and named (model_kept).
+    with qtbot.waitSignals([dialog.models_changed, dialog.model_kept], timeout=20_000):
         dialog.import_file(smollm2())
     assert dialog.table.rowCount() == 1
-    assert dialog.table.item(0, 0).text() == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert dialog.table.item(0, 0).text() == "✓ SmolLM2-135M-Instruct.Q4_1.gguf — in use"
     qtbot.waitUntil(lambda: dialog._job is None)
     dialog.verify_selected()
     qtbot.waitUntil(lambda: dialog.message.text().startswith("OK"), timeout=20_000)
     dialog.show()
     dialog.grab().save(str(artifacts / "models.png"))
-    with qtbot.waitSignal(dialog.model_chosen) as chosen:
+    # Use on the model in use changes nothing (it stays loaded; tests/ui/test_model_manager_flow.py).
+    with qtbot.assertNotEmitted(dialog.model_chosen), qtbot.assertNotEmitted(dialog.model_kept):
         dialog.use_button.click()
-    assert chosen.args == [registry.list()[0].id]
+    assert dialog.active_model_id == registry.list()[0].id
+    assert dialog.message.text() == f"{registry.list()[0].id} is already in use."
     dialog.remove_selected()
     assert dialog.table.rowCount() == 0 and registry.list() == []
 

@@ -394,3 +394,22 @@ def test_closing_mid_episode_saves_it_as_stopped(
     assert not window.runner.is_busy() and not window.pool.is_busy()
     [entry] = History(store).entries(page.conversation_id)
     assert entry.state == "finished" and entry.ended_by == "cancelled"
+
+
+def test_the_context_figure_is_out_of_the_context_the_engine_got(
+    qtbot: Any, make_window: WindowFactory, chinook: Path
+) -> None:
+    from sqale_desktop.core.models.gguf_info import GgufInfo
+
+    window = make_window()
+    assert window.settings.n_ctx == 16384
+    # The model's header (read on the pool at start) says it was trained for 8,192 tokens.
+    info = GgufInfo("m.gguf", "qwen35", "M_SQaLe", "gpt2", "qwen35", True, 8192, 24)
+    window.model_advice.show_info(info, None, window.settings.n_ctx)
+    assert "the engine is given 8,192" in window.model_banners.texts()["context"]
+    page = open_page(qtbot, window, chinook)
+    page.chat.question.setPlainText("Which artists have the most albums?")
+    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+        qtbot.mouseClick(page.chat.ask_button, Qt.MouseButton.LeftButton)
+    text = window.status.context_label.text()
+    assert text.startswith("context ") and text.endswith(" / 8,192 tokens"), text

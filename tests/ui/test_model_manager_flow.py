@@ -5,19 +5,28 @@ figures, the 40+ tables hint, the active model marked, Import usable while the h
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QPushButton
 
+from sqale_desktop.core import settings as settings_mod
+from sqale_desktop.core.engines.replay import ReplayEngine
+from sqale_desktop.core.history import History
 from sqale_desktop.core.models import hub
 from sqale_desktop.core.models.catalog import SQALE, SYNSQL
 from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.model_manager import ModelManagerDialog
 from sqale_desktop.ui.workers import TaskPool
 from tests.core.models.conftest import fake_hub, hf_env
 from tests.core.models.fakehub import FakeHub, FakeRepo
+from tests.ui.replay_scripts import chinook_script
 from tests.ui.test_dialogs import smollm2
 
 __all__ = ["fake_hub", "hf_env"]
@@ -163,5 +172,95 @@ def test_the_first_run_offer_is_one_click(
         assert dialog._chain and dialog.checkpoint.currentData() == SYNSQL.repo_id  # found, downloaded, used
         qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
         assert "No GGUF build" in dialog.message.text()  # this fake hub has none: conversion is offered
+    finally:
+        assert window.shutdown()
+
+
+def window_with_models(qtbot: Any, tmp_path: Path, resolved: list[Settings]) -> MainWindow:
+    """A window whose engine comes from a resolver (as ``run_app`` builds it), counting each
+    rebuild: a rebuild is what drops the loaded model."""
+
+    def resolve(settings: Settings) -> tuple[Any, str, Any]:
+        resolved.append(settings)
+        return (lambda: ReplayEngine(chinook_script())), "replay", default_episode_fn(settings)
+
+    window = MainWindow(
+        Settings(),
+        lambda: ReplayEngine(chinook_script()),
+        resolve_engine=resolve,
+        history=History(tmp_path / "history.sqlite"),
+    )
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def in_models_dialog(qtbot: Any, window: MainWindow, steps: Callable[[ModelManagerDialog], None]) -> None:
+    """Tools → Models… as a person opens it (the modal dialog), ``steps`` done in it, then Close."""
+    done: list[BaseException | None] = []
+
+    def drive() -> None:
+        dialog = QApplication.activeModalWidget()
+        if not isinstance(dialog, ModelManagerDialog):
+            QTimer.singleShot(20, drive)
+            return
+        try:
+            steps(dialog)
+            done.append(None)
+        except BaseException as exc:  # re-raised outside the dialog's event loop
+            done.append(exc)
+        close = next(b for b in dialog.findChildren(QPushButton) if b.text() == "Close")
+        qtbot.mouseClick(close, Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(0, drive)
+    window.show_models()
+    assert done, "the model manager did not open"
+    if done[0] is not None:
+        raise done[0]
+
+
+def test_an_imported_model_is_marked_in_use_and_named_in_the_settings(qtbot: Any, tmp_path: Path) -> None:
+    resolved: list[Settings] = []
+    window = window_with_models(qtbot, tmp_path, resolved)
+    try:
+        assert window.settings.model_id == ""
+
+        def import_one(dialog: ModelManagerDialog) -> None:
+            with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
+                dialog.import_file(smollm2())  # what the Import GGUF… file dialog leads to
+            qtbot.waitUntil(lambda: dialog.table.item(0, 0).text().startswith("✓ "), timeout=5000)
+            assert "in use" in dialog.table.item(0, 0).text()
+
+        in_models_dialog(qtbot, window, import_one)
+        [record] = Registry().list()
+        assert window.settings.model_id == record.id
+        assert settings_mod.load().settings.model_id == record.id  # kept for the next start
+    finally:
+        assert window.shutdown()
+
+
+def test_use_on_the_model_in_use_keeps_it_loaded(qtbot: Any, tmp_path: Path) -> None:
+    record = Registry().import_file(smollm2())  # installed earlier; the settings name no model
+    resolved: list[Settings] = []
+    window = window_with_models(qtbot, tmp_path, resolved)
+    try:
+        with qtbot.waitSignal(
+            window.runner.engine_state, timeout=10_000, check_params_cb=lambda s, _d: s == "ready"
+        ):
+            window.runner.load_engine()
+        engine = window.runner.worker._engine
+        assert engine is not None
+
+        def use_it(dialog: ModelManagerDialog) -> None:
+            assert dialog.table.item(0, 0).text().startswith("✓ ")  # the model loaded by default
+            qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+            assert "already in use" in dialog.message.text()
+
+        in_models_dialog(qtbot, window, use_it)
+        assert window.settings.model_id == record.id
+        assert resolved == [] and window.runner.worker._engine is engine  # not rebuilt, not unloaded
+        # A second Use, with the settings naming it now: still nothing reloads.
+        in_models_dialog(qtbot, window, use_it)
+        assert resolved == [] and window.runner.worker._engine is engine
     finally:
         assert window.shutdown()

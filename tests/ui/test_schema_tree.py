@@ -9,12 +9,12 @@ import pytest
 from natsort import natsorted, ns
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QStyleOptionViewItem
 
 from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.core.db.introspect import ColumnInfo, Schema, TableInfo, load_schema
 from sqale_desktop.ui.database_page import DatabasePage
-from sqale_desktop.ui.schema_tree import KIND_ROLE, TABLE_ROLE, SchemaBrowser, SchemaModel
+from sqale_desktop.ui.schema_tree import KIND_ROLE, TABLE_ROLE, SchemaBrowser, SchemaModel, SchemaTree
 from sqale_desktop.ui.workers import TaskPool
 from tests.conftest import shared_data
 
@@ -229,3 +229,93 @@ def test_five_thousand_tables_filter_to_the_right_ones(qtbot: Any, count: int) -
     assert _names(browser) == ["t_499", *[f"t_{4990 + i}" for i in range(10)]]
     browser.filter_box.setText("col_96")
     assert len(_names(browser)) == len([i for i in range(count) if i % 97 == 96])
+
+
+def shown_texts(tree: SchemaTree) -> list[str]:
+    """The text each table row in sight is painted with (what the name delegate hands the style)."""
+    delegate = tree.itemDelegateForColumn(0)
+    texts = []
+    for row in range(tree.proxy.rowCount()):
+        index = tree.proxy.index(row, 0)
+        rect = tree.visualRect(index)
+        if rect.bottom() < 0 or rect.top() > tree.viewport().height():
+            continue
+        option = QStyleOptionViewItem()
+        tree.initViewItemOption(option)
+        option.rect = rect
+        delegate.initStyleOption(option, index)
+        texts.append(option.text)
+    return texts
+
+
+def test_powerlog_names_are_told_apart_at_the_default_width(qtbot: Any, artifacts: Path) -> None:
+    page, pool = _page(qtbot, shared_data(POWERLOG))
+    try:
+        page.resize(1360, 780)  # the window's default size: the schema pane keeps its 230 px
+        page.show()
+        qtbot.waitExposed(page)
+        tree = page.schema_tree
+        tree.setFocus()
+        seen = 0
+        while True:  # page by page, as a person reads the list: no two names in sight read alike
+            texts = shown_texts(tree)
+            assert len(set(texts)) == len(texts), texts
+            seen += sum("…" in text for text in texts)
+            bar = tree.verticalScrollBar()
+            if bar.value() == bar.maximum():
+                break
+            qtbot.keyClick(tree, Qt.Key.Key_PageDown)
+        assert seen > 50  # the width does shorten names
+        qtbot.keyClicks(page.schema_browser.filter_box, "PLAccountingOperator")
+        shown = shown_texts(page.schema_tree)
+        assert len(shown) == 25 and len(set(shown)) == 25
+        assert "Backward_PowerEvents" in " ".join(shown) and "Forward_PowerEvents" in " ".join(shown)
+        page.grab().save(str(artifacts / "schema_powerlog_default_width.png"))
+    finally:
+        _close(page, pool)
+
+
+def test_a_name_match_stays_collapsed_and_a_column_match_opens(qtbot: Any, chinook: Path) -> None:
+    page, pool = _page(qtbot, chinook)
+    try:
+        page.resize(1200, 700)
+        page.show()
+        browser, tree = page.schema_browser, page.schema_tree
+        qtbot.keyClicks(browser.filter_box, "track")
+        assert {"Track", "PlaylistTrack", "InvoiceLine"} <= set(browser.visible_tables())
+        # Found by their names: collapsed, so two matches do not fill the pane with columns.
+        assert not tree.isExpanded(_index_of(page, "Track"))
+        assert not tree.isExpanded(_index_of(page, "PlaylistTrack"))
+        # Found through a column: open, with just that column.
+        assert tree.isExpanded(_index_of(page, "InvoiceLine"))
+        assert _children(browser, "InvoiceLine") == ["TrackId"]
+        qtbot.keyClicks(browser.filter_box, "id")  # "trackid": Track is now a column match
+        assert tree.isExpanded(_index_of(page, "Track")) and _children(browser, "Track") == ["TrackId"]
+    finally:
+        _close(page, pool)
+
+
+def test_preview_rows_brings_the_rows_to_the_front(qtbot: Any, chinook: Path) -> None:
+    page, pool = _page(qtbot, chinook)
+    try:
+        page.resize(1200, 700)
+        page.show()
+        qtbot.waitExposed(page)
+        tree = page.schema_tree
+        page.sql.views.setCurrentWidget(page.sql.history)
+        rect = tree.visualRect(_index_of(page, "Album"))
+        with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+            # A double click as the system delivers it: the first click, then the double click
+            # (QTest's double click alone lacks the first press the item view looks for).
+            qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+            qtbot.mouseDClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        assert page.sql.views.currentWidget() is page.sql.result_tab
+        assert page.sql.model is not None and page.sql.model.rowCount() > 0
+        page.sql.views.setCurrentWidget(page.sql.history)
+        menu = tree.menu_for(_index_of(page, "Artist"))
+        assert menu is not None
+        with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+            _action(menu, "Preview rows").trigger()
+        assert page.sql.views.currentWidget() is page.sql.result_tab and "Artist" in page.sql.editor.sql()
+    finally:
+        _close(page, pool)
