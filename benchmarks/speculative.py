@@ -281,6 +281,7 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
             reject[k].append(time.perf_counter() - started)
             assert len(memory) == base + 1, engine.rollback_method
     del rng
+    method = engine.rollback_method  # what loading chose; a closed engine has no model to say it
     engine.close()
 
     def ms(values: list[float]) -> float:
@@ -288,7 +289,7 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
 
     return {
         "rollback": rollback,
-        "method": engine.rollback_method,
+        "method": method,
         "plain_step_ms": ms(plain),
         "verify_ms": {str(k): ms(v) for k, v in verify.items()},
         "reject_extra_ms": {str(k): ms(v) for k, v in reject.items()},
