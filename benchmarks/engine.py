@@ -50,10 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.engines import thread_policy
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.cpu_info import physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
+from sqale_desktop.core.engines.llama import thread_policy
+from sqale_desktop.core.engines.llama.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.session import LlamaSession
 from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B, Qwen35Shape
 from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
 

@@ -26,7 +26,7 @@ from typing import Any
 from sqale_desktop.core import paths
 from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import GpuLayers, SamplingParams
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B, Qwen35Shape
 from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
 

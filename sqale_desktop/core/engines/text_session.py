@@ -3,7 +3,7 @@
 Both keep the prompt as the concatenation of what was appended (the server gets it whole with
 every request; replay only records it), count tokens approximately until something better is known
 (the server's ``usage``), and close an assistant turn by appending ``<|im_end|>`` as text.  The
-llama.cpp engine is different on purpose: it keeps token ids (see ``llama_cpp_engine``).
+llama.cpp engine is different on purpose: it keeps token ids (see ``llama``).
 """
 
 from __future__ import annotations

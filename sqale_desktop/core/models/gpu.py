@@ -1,6 +1,6 @@
 """Whether the installed llama.cpp build can offload layers to a GPU.
 
-Only reports: the engine (``core/engines/llama_cpp_engine.py``) decides the layer count and
+Only reports: the engine (``core/engines/llama/loading.py``) decides the layer count and
 falls back to the CPU when loading with offload fails.  ``llama_cpp`` is imported lazily because
 loading its shared library takes time and the CLI must start without it.
 """

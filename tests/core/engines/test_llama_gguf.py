@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.cpu_info import _linux_physical_cores, physical_cores
-from sqale_desktop.core.engines.llama_cpp_engine import gpu_layer_attempts
-from sqale_desktop.core.engines.llama_sampler import sampler_order
+from sqale_desktop.core.engines.llama.cpu_info import _linux_physical_cores, physical_cores
+from sqale_desktop.core.engines.llama.llama_sampler import sampler_order
+from sqale_desktop.core.engines.llama.loading import gpu_layer_attempts
 from sqale_desktop.core.engines.offload import read_footprint
 from sqale_desktop.core.engines.qwen35_layout import (
     QWEN35_2B,
@@ -26,7 +26,6 @@ from sqale_desktop.core.engines.synthetic_gguf import (
     CHAT_TEMPLATE,
     SPECIAL_TOKENS,
     TINY_SHAPE,
-    write_qwen35_gguf,
 )
 
 # Qwen3.5-2B's public config.json (text part nested as in the multimodal checkpoint).
@@ -57,11 +56,6 @@ QWEN35_2B_CONFIG = {
         "mtp_num_hidden_layers": 1,
     },
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=1)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine, LlamaSession
-from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
-from tests.core.engines.test_llama_engine import SYSTEM, run, smollm2_path, user_turn
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.session import LlamaSession
+from tests.core.engines.llama_helpers import SYSTEM, run, user_turn
 
 GREEDY = SamplingParams(temperature=0.0, top_k=20, top_p=0.95, seed=0)
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, seed=7)
@@ -36,11 +36,6 @@ TURNS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_qwen35_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen35.gguf", TINY_SHAPE, seed=3)
-
-
 def make_engine(path: Path, **kwargs: Any) -> LlamaEngine:
     eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1, speculation="on", **kwargs)
     eng.load()
@@ -48,8 +43,8 @@ def make_engine(path: Path, **kwargs: Any) -> LlamaEngine:
 
 
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])
-def engine(request: pytest.FixtureRequest, tiny_path: Path) -> Iterator[LlamaEngine]:
-    eng = make_engine(smollm2_path() if request.param == "smollm2" else tiny_path)
+def engine(request: pytest.FixtureRequest, tiny_path: Path, smollm2_path: Path) -> Iterator[LlamaEngine]:
+    eng = make_engine(smollm2_path if request.param == "smollm2" else tiny_path)
     yield eng
     eng.close()
 
@@ -105,7 +100,7 @@ def test_every_rollback_method_leaves_the_state_of_the_accepted_tokens(
     assert held == session.history[: len(held)] and len(held) >= len(session.history) - 2
     cancel = threading.Event()
     assert eng.ensure_evaluated(session.history, cancel, session.stats)[0]
-    after = np.array(eng._logits_row(-1), copy=True)
+    after = np.array(eng.memory.logits_row(-1), copy=True)
     eng.close()
 
     fresh = make_engine(tiny_path)
@@ -113,7 +108,7 @@ def test_every_rollback_method_leaves_the_state_of_the_accepted_tokens(
     fresh_session = fresh.new_session(SYSTEM)
     fresh_session.history[:] = session.history
     assert fresh.ensure_evaluated(fresh_session.history, cancel, fresh_session.stats)[0]
-    reference = np.array(fresh._logits_row(-1), copy=True)
+    reference = np.array(fresh.memory.logits_row(-1), copy=True)
     fresh.close()
     assert int(np.argmax(after)) == int(np.argmax(reference))
     assert np.abs(after - reference).max() < 1e-3
@@ -142,7 +137,7 @@ def test_cancel_during_a_verification_keeps_memory_consistent(
     session = engine.new_session(SYSTEM)
     session.append(user_turn(TURNS[0]))
     cancel = threading.Event()
-    original = engine._decode_all_logits
+    original = engine.memory.decode_all_logits
     verifications: list[int] = []
 
     def cancel_inside(tokens: list[int]) -> int:
@@ -151,7 +146,7 @@ def test_cancel_during_a_verification_keeps_memory_consistent(
             cancel.set()  # the user presses Stop while the verification pass runs
         return original(tokens)
 
-    monkeypatch.setattr(engine, "_decode_all_logits", cancel_inside)
+    monkeypatch.setattr(engine.memory, "decode_all_logits", cancel_inside)
     run(session, 200, GREEDY, cancel)
     monkeypatch.undo()
     assert len(verifications) == 2
@@ -185,8 +180,8 @@ def test_an_end_token_inside_the_accepted_drafts_ends_the_turn_unevaluated(
     tiny_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Drafts accepted through ``<|endoftext|>``: emission stops there and it is not evaluated."""
-    import sqale_desktop.core.engines.llama_cpp_engine as module
-    from sqale_desktop.core.engines.speculative import Verdict
+    from sqale_desktop.core.engines.llama import speculation
+    from sqale_desktop.core.engines.llama.speculative import Verdict
 
     eng = make_engine(tiny_path)
     try:
@@ -197,8 +192,9 @@ def test_an_end_token_inside_the_accepted_drafts_ends_the_turn_unevaluated(
         history = list(session.history)
         assert eng.ensure_evaluated(history, threading.Event(), session.stats)[0]
         last = eng.sample(eng.sampler(GREEDY))
-        monkeypatch.setattr(module.speculative, "verify", lambda *a: Verdict(3, [40, eot, 41, 42]))
-        emitted = eng.verify_draft(last, [40, eot, 41], GREEDY, np.random.default_rng(0), session.stats)
+        monkeypatch.setattr(speculation.speculative, "verify", lambda *a: Verdict(3, [40, eot, 41, 42]))
+        assert eng.speculator is not None
+        emitted = eng.speculator.verify(last, [40, eot, 41], GREEDY, np.random.default_rng(0), session.stats)
         assert emitted == [40, eot]
         assert eng.evaluated_tokens == [*history, last, 40]
         assert session.stats.accepted_tokens == 2

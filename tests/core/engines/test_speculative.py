@@ -8,16 +8,15 @@ unchanged: checked with a chi-square test at a strict threshold over many fixed-
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import llama_cpp
 import numpy as np
 import pytest
 
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.llama_sampler import SamplerChain
-from sqale_desktop.core.engines.ngram_draft import AdaptiveDraftLength, NgramDrafter
-from sqale_desktop.core.engines.speculative import residual, supported, target, verify
+from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain
+from sqale_desktop.core.engines.llama.ngram_draft import AdaptiveDraftLength, NgramDrafter
+from sqale_desktop.core.engines.llama.speculative import residual, supported, target, verify
 
 MODEL_CARD = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, seed=0)
 
@@ -195,32 +194,31 @@ def test_speculation_needs_no_repetition_penalty() -> None:
 
 
 def test_auto_mode_stops_drafting_for_the_segment_once_it_loses() -> None:
-    from types import SimpleNamespace
 
-    from sqale_desktop.core.engines.llama_cpp_engine import _Drafting
+    from sqale_desktop.core.engines.llama.speculation import Drafting
 
     think_end = 99
-    drafting = _Drafting(
+    drafting = Drafting(
         NgramDrafter(),
         AdaptiveDraftLength(3, 3, (3,)),
         np.random.default_rng(0),
         auto=True,
         segment_end=think_end,
     )
-    engine: Any = SimpleNamespace(plain_step_s=0.1)
+    plain_step_s = 0.1
     history = [1, 2, 3, 4, 5, 6, 1, 2, 3]
     assert drafting.propose(history, 8) == [4, 5, 6]
     for _ in range(3):  # 0.25 s for 2 tokens: 0.125 s per token, slower than a 0.1 s plain step
-        drafting.record(3, [4, 7], 0.25, engine)
+        drafting.record(3, [4, 7], 0.25, plain_step_s)
         assert not drafting.paused  # not judged before four verifications
-    drafting.record(3, [4, 7], 0.25, engine)
+    drafting.record(3, [4, 7], 0.25, plain_step_s)
     assert drafting.paused and drafting.propose(history, 8) == []
-    drafting.record(0, [think_end], 0.0, engine)  # </think>: a new segment is judged afresh
+    drafting.record(0, [think_end], 0.0, plain_step_s)  # </think>: a new segment is judged afresh
     assert not drafting.paused
 
-    winning = _Drafting(
+    winning = Drafting(
         NgramDrafter(), AdaptiveDraftLength(3, 3, (3,)), np.random.default_rng(0), auto=True, segment_end=None
     )
     for _ in range(6):
-        winning.record(3, [4, 5, 6, 7], 0.2, engine)  # 0.05 s per token
+        winning.record(3, [4, 5, 6, 7], 0.2, plain_step_s)  # 0.05 s per token
     assert not winning.paused

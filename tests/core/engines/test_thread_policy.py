@@ -10,9 +10,9 @@ from tests.conftest import REPO_ROOT
 
 PROBE = (
     "import os, sys\n"
-    "import sqale_desktop.core.engines.llama_cpp_engine as engine\n"
+    "import sqale_desktop.core.engines.llama.engine as engine\n"
     "assert 'llama_cpp' not in sys.modules  # the engine loads llama.cpp lazily, after the policy\n"
-    "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'), engine._POLICY_NOTE)\n"
+    "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'), engine.POLICY_NOTE)\n"
 )
 
 
@@ -36,7 +36,7 @@ def test_a_users_own_wait_setting_is_kept() -> None:
 
 def test_loading_llama_cpp_first_is_reported() -> None:
     probe = (
-        "import llama_cpp\nimport sqale_desktop.core.engines.llama_cpp_engine as e\nprint(e._POLICY_NOTE)\n"
+        "import llama_cpp\nimport sqale_desktop.core.engines.llama.engine as e\nprint(e.POLICY_NOTE)\n"
     )
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     clean["PYTHONPATH"] = str(REPO_ROOT)

