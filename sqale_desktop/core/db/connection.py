@@ -4,7 +4,8 @@ The database is the public face: ``execute`` for a statement's first rows, ``cur
 ones, ``interrupt`` and ``close``, and the bookkeeping of the ``-shm`` file a WAL database gets
 next to it (``shm.py``).  The connection mechanics under it (one connection per thread with the
 guards, the time limit, Stop, the locked-file retries, the translation of SQLite's errors) live in
-``link.py``, which the paged cursor shares; ``open_readonly`` probes a file before it is used.
+``link.py``, which the paged cursor shares; every statement runs in a database worker process
+(``worker.py``) that the app can kill.  ``open_readonly`` probes a file before it is used.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sqale_desktop.core.db.errors import (
     DatabaseUnreadable,
     NotADatabase,
 )
-from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Links, fetch_within
+from sqale_desktop.core.db.link import Links
 from sqale_desktop.core.db.opening import (
     LOCK_RETRY_S,
     STALE_NOTE,
@@ -41,7 +42,6 @@ from sqale_desktop.core.db.opening import (
 
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_CURSOR_CAP = 100_000
-CLOSE_WAIT_S = 2.0
 
 
 @dataclass
@@ -114,15 +114,12 @@ class ReadOnlyDatabase:
         links = self._links
         link = links.link()
         started = time.perf_counter()
-        with links.operation(link, sql):
-            cursor = links.start(link, sql, params)
-            try:
-                columns = [d[0] for d in cursor.description or ()]
-                fetched = fetch_within(cursor, max_rows + 1, MAX_RESULT_BYTES)[0] if columns else []
-            finally:
-                cursor.close()
-        truncated = len(fetched) > max_rows
-        rows = fetched[:max_rows]
+        values = tuple(params)
+        columns, rows, truncated = links.run(
+            link,
+            lambda drops, deadline, limit_s: ("execute", drops, sql, values, max_rows, deadline, limit_s),
+            sql,
+        )
         return QueryResult(columns, rows, len(rows), truncated, time.perf_counter() - started)
 
     def cursor(
@@ -143,8 +140,9 @@ class ReadOnlyDatabase:
     def interrupt(self) -> None:
         """Stop whatever statement is running on this database, from any thread.
 
-        Each running statement notices within ``link.PROGRESS_STEPS`` VM instructions and ends
-        with ``QueryInterrupted``; statements started afterwards run normally.
+        Each running statement ends with ``QueryInterrupted`` (its worker is killed if it cannot
+        stop the normal way within ``process.KILL_GRACE_S``); statements started afterwards run
+        normally.
         """
         self._links.interrupt()
 
@@ -152,9 +150,10 @@ class ReadOnlyDatabase:
         """Stop running statements, close every thread's connection; later calls raise.
 
         A statement still running on another thread is interrupted first and given a moment to
-        notice, so that its thread gets ``QueryInterrupted`` rather than a closed connection.
+        notice; then its worker is killed.  Either way its thread gets ``QueryInterrupted``, and
+        nothing is closed under a running statement (it runs in another process).
         """
-        if self._links.close(CLOSE_WAIT_S) and self._counted:
+        if self._links.close() and self._counted:
             shm.closed(self.path)
 
     def __enter__(self) -> ReadOnlyDatabase:

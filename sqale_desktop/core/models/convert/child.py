@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 _PACKAGE_PARENT = Path(__file__).resolve().parents[4]
-# Only the converter's own steps may be started this way: the hidden argument is not a general
-# "run any module" door.
+# Only the converter's own steps and the database worker (core.db.worker) may be started this
+# way: the hidden argument is not a general "run any module" door.
 CHILD_MODULE_PREFIX = "sqale_desktop.core.models.convert."
+DB_WORKER_MODULE = "sqale_desktop.core.db.worker"
 CHILD_FLAG = "--child-module"
 
 
@@ -53,7 +54,7 @@ def child_env() -> dict[str, str]:
 
 def run_child(argv: list[str]) -> int:
     """The child side: ``argv`` is ``[MODULE, ARGS...]``; returns the exit status."""
-    if not argv or not argv[0].startswith(CHILD_MODULE_PREFIX):
+    if not argv or not (argv[0].startswith(CHILD_MODULE_PREFIX) or argv[0] == DB_WORKER_MODULE):
         print(f"{CHILD_FLAG} takes a module of {CHILD_MODULE_PREFIX.rstrip('.')}", file=sys.stderr)
         return 2
     module = importlib.import_module(argv[0])
