@@ -41,6 +41,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "top_k": (0, 1000),  # 0: off
     "min_p": (0.0, 1.0),
     "query_time_limit_s": (0.5, 3600.0),
+    "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
 }
 
@@ -73,6 +74,7 @@ class Settings:
     top_k: int = 20
     min_p: float = 0.0
     query_time_limit_s: float = 10.0
+    query_memory_limit_mb: int = 2048
     max_rows: int = 1000
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"

@@ -145,6 +145,10 @@ class SettingsDialog(QDialog):
         self.time_limit = _double("query_time_limit_s", settings.query_time_limit_s, 1.0, 1)
         self.time_limit.setSuffix(" s")
         form.addRow("Query time limit", self.time_limit)
+        self.memory_limit = _int("query_memory_limit_mb", settings.query_memory_limit_mb, 256)
+        self.memory_limit.setSuffix(" MB")
+        self.memory_limit.setToolTip("Memory a query's database worker may use before the query is stopped")
+        form.addRow("Query memory limit", self.memory_limit)
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
         self.theme = QComboBox(self)
@@ -221,6 +225,7 @@ class SettingsDialog(QDialog):
             top_k=self.top_k.value(),
             min_p=round(self.min_p.value(), 4),
             query_time_limit_s=round(self.time_limit.value(), 3),
+            query_memory_limit_mb=self.memory_limit.value(),
             max_rows=self.max_rows.value(),
             theme=self.theme.currentData(),
             speculation=self.speculation.currentData(),

@@ -10,7 +10,6 @@ guards, the time limit, Stop, the locked-file retries, the translation of SQLite
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,27 +20,19 @@ from typing import Any
 from sqale_desktop.core.db import shm
 from sqale_desktop.core.db.cursor import QueryCursor
 from sqale_desktop.core.db.errors import (
-    CorruptDatabase,
     DatabaseError,
     DatabaseLocked,
     DatabaseUnreadable,
-    NotADatabase,
 )
-from sqale_desktop.core.db.link import Links
-from sqale_desktop.core.db.opening import (
-    LOCK_RETRY_S,
-    STALE_NOTE,
-    FileFacts,
-    connect_readonly,
-    decode_text,
-    hot_journal_message,
-    inspect_file,
-    is_busy,
-    locked_message,
-)
+from sqale_desktop.core.db.link import Links, error_class
+from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, decode_text, inspect_file
+from sqale_desktop.core.db.process import POOL, WorkerGone
 
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_CURSOR_CAP = 100_000
+# Seconds the probe may take beyond its lock wait before its worker is killed (reading the schema
+# of a sane file takes milliseconds; a file that makes SQLite spin must not hang the opening).
+PROBE_SLACK_S = 30.0
 
 
 @dataclass
@@ -207,33 +198,20 @@ def _probe_all(path: Path, facts: FileFacts, immutable: bool, time_limit_s: floa
 def _probe(path: Path, *, immutable: bool, wait_s: float) -> None:
     """Open once and read the schema, so that a bad file fails here with a clear message.
 
-    A file locked by another program is tried again for up to ``wait_s`` (the time limit).
+    The reading runs in a database worker like every statement (``session.probe``); a file
+    locked by another program is tried again for up to ``wait_s`` (the time limit).
     """
-    name = str(path)
+    worker = POOL.lease()
+    request = ("probe", str(path), immutable, wait_s)
     try:
-        conn = connect_readonly(path, immutable=immutable)
-    except sqlite3.Error as exc:
-        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
-    deadline = time.monotonic() + wait_s
-    try:
-        while True:
-            try:
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                if time.monotonic() + LOCK_RETRY_S > deadline:
-                    raise DatabaseLocked(locked_message(name, wait_s)) from None
-                time.sleep(LOCK_RETRY_S)
-    except sqlite3.Error as exc:
-        code = getattr(exc, "sqlite_errorname", "") or ""
-        if code == "SQLITE_READONLY_ROLLBACK":
-            raise DatabaseUnreadable(hot_journal_message(name)) from None
-        if code == "SQLITE_NOTADB":
-            raise NotADatabase(f"{name} is not a SQLite database ({exc})") from None
-        if code.startswith("SQLITE_CORRUPT"):
-            raise CorruptDatabase(f"{name} is corrupt: {exc}") from None
-        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
-    finally:
-        conn.close()
+        reply = worker.call(request, time.monotonic() + wait_s + PROBE_SLACK_S, lambda: False)
+    except WorkerGone as gone:
+        worker.reap()
+        raise DatabaseUnreadable(
+            f"cannot open {path}: the database worker ended ({gone.detail or gone.reason})"
+        ) from None
+    POOL.give_back(worker)
+    if reply[0] == "error":
+        raise error_class(reply[1])(reply[2])
+    if reply[0] != "ok":
+        raise RuntimeError(f"the database worker failed:\n{reply[1]}")

@@ -70,6 +70,8 @@ class Link:
     drops: list[int] = field(default_factory=list)
     # Why the link is out of use ("stopped", "timeout", "crashed", "closed"); None while usable.
     retired: str | None = None
+    # Set once its worker has been given back or ended: the worker may serve another link now.
+    released: bool = False
     _next_key: int = 0
 
     def new_key(self) -> int:
@@ -172,7 +174,7 @@ class Links:
         elif link.lock.acquire(blocking=False):
             # Closed at once (no reply awaited), so that its read lock on the file goes now.
             try:
-                if link.retired is None and link.worker.alive:
+                if link.retired is None and not link.released and link.worker.alive:
                     link.worker.send(("drop", key))
             except OSError:
                 pass  # the worker died; the next step on this link says so
@@ -270,7 +272,7 @@ class Links:
             _, kind, message, retire = reply
             if retire:
                 self._retire(link, "stopped")
-            raise _error_class(kind)(message)
+            raise error_class(kind)(message)
         raise RuntimeError(f"the database worker failed:\n{reply[1]}")
 
     def _connect(self) -> Link:
@@ -285,7 +287,7 @@ class Links:
         if reply[0] != "ok":
             POOL.give_back(worker)
             if reply[0] == "error":
-                raise _error_class(reply[1])(reply[2])
+                raise error_class(reply[1])(reply[2])
             raise RuntimeError(f"the database worker failed:\n{reply[1]}")
         return link
 
@@ -313,8 +315,13 @@ class Links:
         is killed, and the running step ends with ``WorkerGone("closed")`` and reaps it.
         """
         worker = link.worker
+        with self._lock:
+            if link.released:
+                return
+            link.released = True
         if not link.lock.acquire(blocking=False):
             worker.kill("closed")
+            worker.wait_ended()  # its file locks go with the process: the -shm check may follow
             return
         try:
             if not worker.alive:
@@ -354,11 +361,12 @@ class Links:
         )
 
 
-def _error_class(name: str) -> type[DatabaseError]:
+def error_class(name: str) -> type[DatabaseError]:
+    """The ``DatabaseError`` class a worker's reply names (``QueryFailed`` for any other name)."""
     found = getattr(errors, name, None)
     if isinstance(found, type) and issubclass(found, DatabaseError):
         return found
     return errors.QueryFailed
 
 
-__all__ = ["CLOSE_WAIT_S", "MAX_RESULT_BYTES", "Link", "Links"]
+__all__ = ["CLOSE_WAIT_S", "MAX_RESULT_BYTES", "Link", "Links", "error_class"]

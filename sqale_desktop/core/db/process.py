@@ -142,6 +142,11 @@ class WorkerProcess:
         with contextlib.suppress(OSError):
             self._proc.kill()
 
+    def wait_ended(self, timeout_s: float = 2.0) -> None:
+        """Wait (from any thread) until a killed process has ended; its pipes stay for the reaper."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout_s)
+
     def reap(self) -> None:
         """Wait for the ended process and close the pipes (call where no other thread uses them)."""
         if self._closed:

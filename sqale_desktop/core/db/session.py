@@ -2,16 +2,17 @@
 
 This module runs in the worker process (``worker.py``), never in the app: a :class:`Session` is
 the worker's connection to one database file, opened with every guard the app has ever had
-(``mode=ro``, ``query_only``, ``trusted_schema = 0``, no ATTACH slots, the authorizer allow-list,
-no extensions: ``opening.connect_readonly`` and ``guard.ReadOnlyGuard``) and a progress handler that enforces the statement's deadline and the worker's Stop flag.  It runs a
+(``mode=ro``, ``query_only``, ``trusted_schema = 0``, no ATTACH slots, the authorizer
+allow-list, no extensions: ``opening.connect_readonly`` and ``guard.ReadOnlyGuard``) and a
+progress handler that enforces the statement's deadline and the worker's Stop flag.  It runs a
 statement and keeps its first rows (``execute``), or keeps it open and hands out its rows a page
 at a time (``start``/``fetch``), and turns SQLite's errors into the layer's ``DatabaseError``s
 with the messages the app shows.
 
 What a session cannot stop (one long C call the progress handler never sees: printf's repeat
 loop, LIKE, ``trim``, ``replace``, ``instr`` of huge arguments) the app stops by killing the
-worker (``process.py``), so SQLite's own functions stay as they are: no function is replaced, and
-printf and instr give exactly SQLite's results.  The session only has to do the normal things well.
+worker (``process.py``), so SQLite's own functions stay as they are: no function is replaced,
+and printf and instr give exactly SQLite's results.  The session only does the normal things.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ class Session:
     def reopened(self) -> Session:
         """A new session on the same file, opened the same way."""
         return Session(
-            self.path, immutable=self._immutable, decode=self._decode, stopped=self._stopped,
+            self.path,
+            immutable=self._immutable,
+            decode=self._decode,
+            stopped=self._stopped,
             memory_mb=self._memory_mb,
         )
 
@@ -283,3 +287,38 @@ def fetch_within(cursor: sqlite3.Cursor, count: int, budget: int) -> tuple[list[
 def prepare_text(sql: str) -> str:
     """``sql`` without a run of trailing semicolons, which SQLite would count as more statements."""
     return _TRAILING_SEMICOLONS.sub("", sql)
+
+
+def probe(path: Path, *, immutable: bool, wait_s: float) -> None:
+    """Open ``path`` once and read its schema; raise the ``DatabaseError`` that says what is wrong.
+
+    A file locked by another program is tried again for up to ``wait_s``.
+    """
+    name = str(path)
+    try:
+        conn = connect_readonly(path, immutable=immutable)
+    except sqlite3.Error as exc:
+        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() + LOCK_RETRY_S > deadline:
+                    raise DatabaseLocked(locked_message(name, wait_s)) from None
+                time.sleep(LOCK_RETRY_S)
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorname", "") or ""
+        if code == "SQLITE_READONLY_ROLLBACK":
+            raise DatabaseUnreadable(hot_journal_message(name)) from None
+        if code == "SQLITE_NOTADB":
+            raise NotADatabase(f"{name} is not a SQLite database ({exc})") from None
+        if code.startswith("SQLITE_CORRUPT"):
+            raise CorruptDatabase(f"{name} is corrupt: {exc}") from None
+        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
+    finally:
+        conn.close()

@@ -18,6 +18,7 @@ died) ends the process.
 
 Requests are tuples ``(op, ...)``; each has exactly one reply unless said otherwise:
 
+- ``("probe", path, immutable, wait_s)``: open the file once and read its schema (``open_readonly``)
 - ``("open", path, immutable, decode)``: open a session (closing the previous one)
 - ``("execute", drops, sql, params, max_rows, deadline, limit_s)``: ``(columns, rows, truncated)``
 - ``("start", drops, key, sql, params, deadline, limit_s)``: the columns; the cursor stays open
@@ -26,12 +27,13 @@ Requests are tuples ``(op, ...)``; each has exactly one reply unless said otherw
 - ``("close",)``: close the session (the worker goes back to the pool)
 
 A statement the backstop had to interrupt (``watchdog.py``) gets a fresh connection behind it;
-cursors left open on the old one answer that they were stopped.  ``drops`` lists cursors the app closed since the last request (closing one never waits for the
-worker).  A reply is ``("ok", value)``, ``("error", class_name, message, retire)`` for a
-condition of the world (``retire``: the worker must be replaced, after it ran out of
-memory), or ``("bug", traceback)``.  Stop is ``SIGUSR1``: the handler sets a
-flag that the progress handler reads; the app sends it again and again until the reply comes, so
-a Stop that lands between two requests (the flag is cleared as each begins) is not lost.
+cursors left open on the old one answer that they were stopped.  ``drops`` lists cursors the app
+closed since the last request (closing one never waits for the worker).  A reply is
+``("ok", value)``, ``("error", class_name, message, retire)`` for a condition of the world
+(``retire``: the worker must be replaced, after it ran out of memory), or ``("bug", traceback)``.
+Stop is ``SIGUSR1``: the handler sets a flag that the progress handler reads; the app sends it
+again and again until the reply comes, so a Stop that lands between two requests (the flag is
+cleared as each begins) is not lost.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.db.errors import DatabaseError, DatabaseUnreadable, QueryOutOfMemory, QueryTimeout
-from sqale_desktop.core.db.session import Session, out_of_memory_message, time_limit_message
+from sqale_desktop.core.db.session import Session, out_of_memory_message, probe, time_limit_message
 from sqale_desktop.core.db.watchdog import Backstop
 
 MODULE = "sqale_desktop.core.db.worker"
@@ -77,9 +79,17 @@ class Worker:
                 self._close()
                 _, path, immutable, decode = request
                 self.session = Session(
-                    Path(path), immutable=immutable, decode=decode, stopped=self.stopped,
+                    Path(path),
+                    immutable=immutable,
+                    decode=decode,
+                    stopped=self.stopped,
                     memory_mb=self.memory_mb,
                 )
+                return ("ok", None)
+            if op == "probe":
+                self._close()
+                _, path, immutable, wait_s = request
+                probe(Path(path), immutable=immutable, wait_s=wait_s)
                 return ("ok", None)
             if op == "drop":
                 if self.session is not None:

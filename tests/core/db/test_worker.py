@@ -29,6 +29,7 @@ LIMIT_S = 1.0
 # code took from 10 s to several minutes on each of these).
 GENEROUS_S = 10.0
 
+
 # Strings built inside SQL: N copies of one character, in linear time.
 def _repeat(char: str, count: int) -> str:
     return f"replace(hex(zeroblob({count // 2})), '0', '{char}')"
@@ -45,7 +46,9 @@ C_CALL_BOMBS = {
     ),
     "like_66mb": f"SELECT {_repeat('a', 66_000_000)} LIKE '%' || {_repeat('a', 996)} || 'b%'",
     "glob_16mb": f"SELECT {_repeat('a', 16_000_000)} GLOB '*' || {_repeat('a', 996)} || 'b*'",
-    "replace_4mb": f"SELECT length(replace({_repeat('a', 4_000_000)}, {_repeat('a', 1_000_000)} || 'b', 'c'))",
+    "replace_4mb": (
+        f"SELECT length(replace({_repeat('a', 4_000_000)}, {_repeat('a', 1_000_000)} || 'b', 'c'))"
+    ),
     "ltrim_400k": f"SELECT length(ltrim({_repeat('a', 400_000)}, {_repeat('b', 40_000)} || 'a'))",
     "trim_1m": f"SELECT length(trim({_repeat('a', 1_000_000)}, {_repeat('b', 100_000)} || 'a'))",
 }
