@@ -187,7 +187,7 @@ def _slow_turn(path: Path) -> dict[str, Any]:
                 outcome = f"ended_by {event.episode.ended_by}"
         seconds = tools_done - started
         peak = _rss_mb() - baseline
-        control = EpisodeControl(db=db)
+        control = EpisodeControl()
         stop_s = _stop_after(
             db,
             lambda: list(run_episode("q", db, ToolBox(db), ReplayEngine(script), cancel=control.event)),
