@@ -208,7 +208,7 @@ class DatabaseTabs(QObject):
             # Statements run in database worker processes: closing under a running one ends its
             # worker (the job gets "cancelled") instead of closing a connection under it, so the
             # window's shutdown never waits out a statement that Stop cannot reach.
-            page.db.close()
+            page.release()
 
     def release_all(self) -> None:
         """Release every page's files once the workers that used them have been joined."""
