@@ -42,8 +42,9 @@ from sqale_desktop.core.db import worker as worker_module
 # Seconds past the deadline (or a Stop) before the worker is killed: the worker's own backstop
 # interrupts at ``watchdog.GRACE_S``; this leaves it time to answer the normal way first.
 KILL_GRACE_S = 0.5
-# How often a waiting caller looks at its Stop flag and the clock (the reply itself wakes it at once).
-POLL_S = 0.02
+# How often a waiting caller looks at its Stop flag and the clock (the reply itself wakes it at once):
+# part of the time from Stop to the statement's end.
+POLL_S = 0.005
 # The worker's memory cap (``RLIMIT_AS``, address space) unless ``set_memory_limit_mb`` says otherwise.
 DEFAULT_MEMORY_LIMIT_MB = 2048
 # Spare workers kept started; more idle ones are ended when given back.

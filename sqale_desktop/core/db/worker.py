@@ -159,6 +159,7 @@ def child_main(argv: list[str]) -> int:
     os.dup2(2, 1)  # print() and C libraries writing to stdout must not corrupt the replies
     sys.stdout = sys.stderr
     _cap_memory(memory_mb)
+    _end_with_the_app()
     worker = Worker(memory_mb)
     signal.signal(STOP_SIGNAL, worker.on_stop)
     if hasattr(signal, "siginterrupt"):
@@ -180,6 +181,20 @@ def child_main(argv: list[str]) -> int:
                 )
             except OSError:
                 return 0
+
+
+def _end_with_the_app() -> None:
+    """Linux: be killed when the app dies, even in the middle of a long C call (which would not
+    notice its closed stdin for minutes).  Elsewhere the closed stdin ends the worker."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() == 1:  # the app died before the request above: nothing to serve
+        os._exit(0)
 
 
 def _cap_memory(memory_mb: int) -> None:
