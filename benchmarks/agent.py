@@ -111,7 +111,7 @@ def bench_cancel_stream(db: ReadOnlyDatabase) -> float:
 
 def bench_cancel_query(db: ReadOnlyDatabase, flag_only: bool) -> float:
     """A Stop during a runaway query: ``EpisodeControl.cancel()``, or only setting the flag."""
-    control = EpisodeControl(db)
+    control = EpisodeControl()
     engine = ReplayEngine(["</think>" + _call("run_query", sql=ENDLESS)])
     events = run_episode("q", db, ToolBox(db), engine, cancel=control.event)
     stop = control.event.set if flag_only else control.cancel

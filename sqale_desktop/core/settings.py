@@ -45,6 +45,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "min_p": (0.0, 1.0),
     "query_time_limit_s": (0.5, 3600.0),
     "turn_tool_time_s": (1.0, 3600.0),
+    "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
 }
 
@@ -80,6 +81,7 @@ class Settings:
     query_time_limit_s: float = 10.0
     turn_tool_time_s: float = 30.0
     """The wall-clock time the tool calls of one agent turn share (the loop's per-turn budget)."""
+    query_memory_limit_mb: int = 2048
     max_rows: int = 1000
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"

@@ -234,6 +234,10 @@ class DatabaseTabs(QObject):
         self.stop_opening()
         for page in self.pages():
             page.close_database()
+            # Statements run in database worker processes: closing under a running one ends its
+            # worker (the job gets "cancelled") instead of closing a connection under it, so the
+            # window's shutdown never waits out a statement that Stop cannot reach.
+            page.release()
 
     def release_all(self) -> None:
         """Release every page's files once the workers that used them have been joined."""

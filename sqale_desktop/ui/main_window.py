@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
+from sqale_desktop.core.db.process import set_memory_limit_mb
 from sqale_desktop.core.imports import DIALOG_PATTERNS
 from sqale_desktop.core.runtime import EngineFactory, EpisodeFn, Runtime
 from sqale_desktop.core.settings import Settings
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.resize(1360, 840)
         self.setAcceptDrops(True)
         self.settings = settings or settings_mod.load().settings
+        set_memory_limit_mb(self.settings.query_memory_limit_mb)
         self.history = history
         self.pool = TaskPool(max_threads=3, parent=self)
         from sqale_desktop.core.runtime import episode_fn as default_episode_fn
@@ -440,6 +442,7 @@ class MainWindow(QMainWindow):
         self._save_settings()
         self.databases.set_query_time_limit(new.query_time_limit_s)
         self.runner.worker.set_time_limit(new.query_time_limit_s)
+        set_memory_limit_mb(new.query_memory_limit_mb)
         if new.theme != old.theme:
             self._apply_theme(new.theme)
         if any(getattr(old, name) != getattr(new, name) for name in MODEL_AFFECTING):

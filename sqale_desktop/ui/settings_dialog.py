@@ -153,6 +153,10 @@ class SettingsDialog(QDialog):
             "spent is stopped, and the model is told so."
         )
         form.addRow("Tool time per turn", self.tool_budget)
+        self.memory_limit = _int("query_memory_limit_mb", settings.query_memory_limit_mb, 256)
+        self.memory_limit.setSuffix(" MB")
+        self.memory_limit.setToolTip("Memory a query's database worker may use before the query is stopped")
+        form.addRow("Query memory limit", self.memory_limit)
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
         self.csv_formulas = QCheckBox("Sanitize formulas in CSV exports", self)
@@ -238,6 +242,7 @@ class SettingsDialog(QDialog):
             query_time_limit_s=round(self.time_limit.value(), 3),
             turn_tool_time_s=round(self.tool_budget.value(), 3),
             csv_formulas="sanitize" if self.csv_formulas.isChecked() else "keep",
+            query_memory_limit_mb=self.memory_limit.value(),
             max_rows=self.max_rows.value(),
             theme=self.theme.currentData(),
             speculation=self.speculation.currentData(),

@@ -73,6 +73,7 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         "temperature": dialog.temperature, "top_p": dialog.top_p, "top_k": dialog.top_k,
         "min_p": dialog.min_p, "query_time_limit_s": dialog.time_limit, "max_rows": dialog.max_rows,
         "turn_tool_time_s": dialog.tool_budget,
+        "query_memory_limit_mb": dialog.memory_limit,
     }  # fmt: skip
     assert set(boxes) == set(LIMITS)
     for name, box in boxes.items():

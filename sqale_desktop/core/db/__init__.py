@@ -1,4 +1,5 @@
-"""Read-only SQLite access: connection, authorizer guard, introspection, paged cursor."""
+"""Read-only SQLite access: connection, authorizer guard, introspection, paged cursor; every
+statement runs in a database worker process the app can kill (``worker.py``, ``process.py``)."""
 
 from sqale_desktop.core.db.connection import QueryResult, ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.cursor import QueryCursor
@@ -10,7 +11,9 @@ from sqale_desktop.core.db.errors import (
     QueryDenied,
     QueryFailed,
     QueryInterrupted,
+    QueryOutOfMemory,
     QueryTimeout,
+    WorkerCrashed,
 )
 from sqale_desktop.core.db.identifiers import display_identifier, quote_identifier
 from sqale_desktop.core.db.introspect import ColumnInfo, ForeignKey, Schema, TableInfo, load_schema, row_count
@@ -27,11 +30,13 @@ __all__ = [
     "QueryDenied",
     "QueryFailed",
     "QueryInterrupted",
+    "QueryOutOfMemory",
     "QueryResult",
     "QueryTimeout",
     "ReadOnlyDatabase",
     "Schema",
     "TableInfo",
+    "WorkerCrashed",
     "display_identifier",
     "load_schema",
     "open_readonly",

@@ -4,12 +4,12 @@ The database is the public face: ``execute`` for a statement's first rows, ``cur
 ones, ``interrupt`` and ``close``, and the bookkeeping of the ``-shm`` file a WAL database gets
 next to it (``shm.py``).  The connection mechanics under it (one connection per thread with the
 guards, the time limit, Stop, the locked-file retries, the translation of SQLite's errors) live in
-``link.py``, which the paged cursor shares; ``open_readonly`` probes a file before it is used.
+``link.py``, which the paged cursor shares; every statement runs in a database worker process
+(``worker.py``) that the app can kill.  ``open_readonly`` probes a file before it is used.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,28 +20,19 @@ from typing import Any
 from sqale_desktop.core.db import shm
 from sqale_desktop.core.db.cursor import QueryCursor
 from sqale_desktop.core.db.errors import (
-    CorruptDatabase,
     DatabaseError,
     DatabaseLocked,
     DatabaseUnreadable,
-    NotADatabase,
 )
-from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Links, fetch_within
-from sqale_desktop.core.db.opening import (
-    LOCK_RETRY_S,
-    STALE_NOTE,
-    FileFacts,
-    connect_readonly,
-    decode_text,
-    hot_journal_message,
-    inspect_file,
-    is_busy,
-    locked_message,
-)
+from sqale_desktop.core.db.link import Links, error_class
+from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, decode_text, inspect_file
+from sqale_desktop.core.db.process import POOL, WorkerGone
 
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_CURSOR_CAP = 100_000
-CLOSE_WAIT_S = 2.0
+# Seconds the probe may take beyond its lock wait before its worker is killed (reading the schema
+# of a sane file takes milliseconds; a file that makes SQLite spin must not hang the opening).
+PROBE_SLACK_S = 30.0
 
 
 @dataclass
@@ -114,15 +105,12 @@ class ReadOnlyDatabase:
         links = self._links
         link = links.link()
         started = time.perf_counter()
-        with links.operation(link, sql):
-            cursor = links.start(link, sql, params)
-            try:
-                columns = [d[0] for d in cursor.description or ()]
-                fetched = fetch_within(cursor, max_rows + 1, MAX_RESULT_BYTES)[0] if columns else []
-            finally:
-                cursor.close()
-        truncated = len(fetched) > max_rows
-        rows = fetched[:max_rows]
+        values = tuple(params)
+        columns, rows, truncated = links.run(
+            link,
+            lambda drops, deadline, limit_s: ("execute", drops, sql, values, max_rows, deadline, limit_s),
+            sql,
+        )
         return QueryResult(columns, rows, len(rows), truncated, time.perf_counter() - started)
 
     def cursor(
@@ -143,8 +131,9 @@ class ReadOnlyDatabase:
     def interrupt(self) -> None:
         """Stop whatever statement is running on this database, from any thread.
 
-        Each running statement notices within ``link.PROGRESS_STEPS`` VM instructions and ends
-        with ``QueryInterrupted``; statements started afterwards run normally.
+        Each running statement ends with ``QueryInterrupted`` (its worker is killed if it cannot
+        stop the normal way within ``process.KILL_GRACE_S``); statements started afterwards run
+        normally.
         """
         self._links.interrupt()
 
@@ -152,9 +141,10 @@ class ReadOnlyDatabase:
         """Stop running statements, close every thread's connection; later calls raise.
 
         A statement still running on another thread is interrupted first and given a moment to
-        notice, so that its thread gets ``QueryInterrupted`` rather than a closed connection.
+        notice; then its worker is killed.  Either way its thread gets ``QueryInterrupted``, and
+        nothing is closed under a running statement (it runs in another process).
         """
-        if self._links.close(CLOSE_WAIT_S) and self._counted:
+        if self._links.close() and self._counted:
             shm.closed(self.path)
 
     def __enter__(self) -> ReadOnlyDatabase:
@@ -208,33 +198,20 @@ def _probe_all(path: Path, facts: FileFacts, immutable: bool, time_limit_s: floa
 def _probe(path: Path, *, immutable: bool, wait_s: float) -> None:
     """Open once and read the schema, so that a bad file fails here with a clear message.
 
-    A file locked by another program is tried again for up to ``wait_s`` (the time limit).
+    The reading runs in a database worker like every statement (``session.probe``); a file
+    locked by another program is tried again for up to ``wait_s`` (the time limit).
     """
-    name = str(path)
+    worker = POOL.lease()
+    request = ("probe", str(path), immutable, wait_s)
     try:
-        conn = connect_readonly(path, immutable=immutable)
-    except sqlite3.Error as exc:
-        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
-    deadline = time.monotonic() + wait_s
-    try:
-        while True:
-            try:
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                if time.monotonic() + LOCK_RETRY_S > deadline:
-                    raise DatabaseLocked(locked_message(name, wait_s)) from None
-                time.sleep(LOCK_RETRY_S)
-    except sqlite3.Error as exc:
-        code = getattr(exc, "sqlite_errorname", "") or ""
-        if code == "SQLITE_READONLY_ROLLBACK":
-            raise DatabaseUnreadable(hot_journal_message(name)) from None
-        if code == "SQLITE_NOTADB":
-            raise NotADatabase(f"{name} is not a SQLite database ({exc})") from None
-        if code.startswith("SQLITE_CORRUPT"):
-            raise CorruptDatabase(f"{name} is corrupt: {exc}") from None
-        raise DatabaseUnreadable(f"cannot open {name}: {exc}") from None
-    finally:
-        conn.close()
+        reply = worker.call(request, time.monotonic() + wait_s + PROBE_SLACK_S, lambda: False)
+    except WorkerGone as gone:
+        worker.reap()
+        raise DatabaseUnreadable(
+            f"cannot open {path}: the database worker ended ({gone.detail or gone.reason})"
+        ) from None
+    POOL.give_back(worker)
+    if reply[0] == "error":
+        raise error_class(reply[1])(reply[2])
+    if reply[0] != "ok":
+        raise RuntimeError(f"the database worker failed:\n{reply[1]}")

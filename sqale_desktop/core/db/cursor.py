@@ -8,12 +8,10 @@ be stopped with ``interrupt()``.  Pure Python: the Qt table model is a thin adap
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import threading
 from typing import Any
 
-from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Links, fetch_within
+from sqale_desktop.core.db.link import MAX_RESULT_BYTES, Link, Links
 
 
 class QueryCursor:
@@ -22,7 +20,7 @@ class QueryCursor:
     ``columns`` are known as soon as the cursor exists.  ``exhausted`` turns True when the last
     row (or the cap) has been handed out, after which ``fetch_page`` returns ``[]``.  ``links``:
     the database's connections (``ReadOnlyDatabase.cursor`` makes cursors); the cursor holds this
-    thread's link until it closes.
+    thread's link (its worker process, where the statement stays open) until it closes.
     """
 
     def __init__(
@@ -32,37 +30,51 @@ class QueryCursor:
             raise ValueError("max_rows must not be negative")
         self._links = links
         self._sql = sql
-        self._link = links.link()
+        self._link: Link | None = None
         self.max_rows = max_rows
         self.fetched = 0
         self.bytes = 0  # value bytes handed out so far, held to MAX_RESULT_BYTES
         self.truncated = False
         self.exhausted = False
-        self._cursor: sqlite3.Cursor | None = None
-        with links.operation(self._link, sql, cancel=cancel):
-            self._cursor = links.start(self._link, sql)
-        links.cursor_opened(self._link)
-        self.columns: list[str] = [d[0] for d in self._cursor.description or ()]
-        if not self.columns:
-            self.close()
+        link = links.link()
+        key = link.new_key()
+        self._key = key
+        self.columns: list[str] = links.run(
+            link,
+            lambda drops, deadline, limit_s: ("start", drops, key, sql, (), deadline, limit_s),
+            sql,
+            cancel=cancel,
+        )
+        if self.columns:
+            links.cursor_opened(link)
+            self._link = link
+        else:
+            self.exhausted = True
 
     def fetch_page(self, n: int, cancel: threading.Event | None = None) -> list[tuple[Any, ...]]:
         """Up to ``n`` more rows; fewer (or none) once the statement or the cap runs out.
 
-        ``cancel``: the Stop flag of the job fetching (see ``Links.operation``).
+        ``cancel``: the Stop flag of the job fetching (see ``Links.run``).
         """
         if n < 0:
             raise ValueError("n must not be negative")
-        if self.exhausted or self._cursor is None or n == 0:
+        link = self._link
+        if self.exhausted or link is None or n == 0:
             return []
         room = self.max_rows - self.fetched
         want = min(n, room)
+        # One extra row when the page would reach the cap tells whether the cap cut anything.
+        count = want + 1 if want == room else want
+        budget = MAX_RESULT_BYTES - self.bytes
+        key = self._key
         try:
-            # One extra row when the page would reach the cap tells whether the cap cut anything.
-            with self._links.operation(self._link, self._sql, new_statement=False, cancel=cancel):
-                rows, used = fetch_within(
-                    self._cursor, want + 1 if want == room else want, MAX_RESULT_BYTES - self.bytes
-                )
+            rows, used = self._links.run(
+                link,
+                lambda drops, deadline, limit_s: ("fetch", drops, key, count, budget, deadline, limit_s),
+                self._sql,
+                new_statement=False,
+                cancel=cancel,
+            )
         except BaseException:
             self.close()
             raise
@@ -74,17 +86,14 @@ class QueryCursor:
             self.close()
         self.fetched += len(rows)
         self.bytes += used
-        return rows
+        return list(rows)
 
     def close(self) -> None:
-        """Finish the statement early; safe to call more than once."""
+        """Finish the statement early; safe to call more than once, never waits for the worker."""
         self.exhausted = True
-        if self._cursor is not None:
-            # The connection may have been closed under us (database closed): nothing left to free.
-            with contextlib.suppress(sqlite3.Error):
-                self._cursor.close()
-            self._cursor = None
-            self._links.cursor_closed(self._link)
+        link, self._link = self._link, None
+        if link is not None:
+            self._links.cursor_closed(link, self._key)
 
     def __enter__(self) -> QueryCursor:
         return self

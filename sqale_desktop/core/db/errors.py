@@ -52,3 +52,12 @@ class StatementTooLong(QueryFailed):
 
 class ResultTooLarge(QueryFailed):
     """The rows made so far hold more bytes than one result may keep in memory."""
+
+
+class QueryOutOfMemory(QueryFailed):
+    """The statement needed more memory than the database worker may use (its cap) and was stopped."""
+
+
+class WorkerCrashed(QueryFailed):
+    """The database worker died under the statement (a crash in SQLite or a function it called);
+    the app is unharmed and the next statement gets a fresh worker."""

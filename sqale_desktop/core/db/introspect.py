@@ -8,7 +8,8 @@ Large schemas (10,000 tables) are read with two statements (columns and foreign 
 object at once, through the pragma table functions), not two per table; only when one of those
 fails is every object read on its own, to find the one that is broken.  ``cached_schema`` keeps
 the result on the database and reads it again only when ``PRAGMA schema_version`` moves (any
-program changing the schema bumps it), so the tools of every episode share one reading.
+program changing the schema bumps it), so the tools of every episode share one reading; where
+the file's header holds the committed cookie (rollback-journal mode) it is read from there.
 """
 
 from __future__ import annotations
@@ -110,11 +111,16 @@ _ALL_KEYS = (
     "WHERE m.type = 'table' ORDER BY m.rowid, f.id, f.seq"
 )
 _MANY = 100_000_000
+# The database header: its first 100 bytes; the schema cookie is the big-endian integer at 40.
+_HEADER_BYTES = 100
+_SCHEMA_COOKIE = 40
 
 
 def cached_schema(db: ReadOnlyDatabase) -> Schema:
     """The schema of ``db``, read once and kept until the file's schema changes (see the docstring)."""
-    version = db.execute("PRAGMA schema_version").rows[0][0]
+    version = _header_schema_version(db)
+    if version is None:
+        version = db.execute("PRAGMA schema_version").rows[0][0]
     cached = db.schema_cache
     if cached is not None and cached[0] == version:
         schema: Schema = cached[1]
@@ -122,6 +128,27 @@ def cached_schema(db: ReadOnlyDatabase) -> Schema:
     schema = load_schema(db)
     db.schema_cache = (version, schema)
     return schema
+
+
+def _header_schema_version(db: ReadOnlyDatabase) -> int | None:
+    """The schema cookie in the file's header, where it is exactly ``PRAGMA schema_version``.
+
+    Every tool call asks for the schema, and a statement costs a round trip to the database
+    worker; the header's four bytes cost a read.  In rollback-journal mode a commit writes the
+    header in the file, so the cookie there is the committed one (one caught mid-commit only
+    causes an early re-read).  In WAL mode page 1 may be newer in the ``-wal``, and an immutable
+    open ignores the file's changes on purpose: both ask SQLite (None here).
+    """
+    if db.immutable:
+        return None
+    try:
+        with db.path.open("rb") as handle:
+            header = handle.read(_HEADER_BYTES)
+    except OSError:
+        return None
+    if len(header) < _HEADER_BYTES or header[18] != 1 or header[19] != 1:
+        return None  # WAL (2), or not a header this reading understands
+    return int.from_bytes(header[_SCHEMA_COOKIE : _SCHEMA_COOKIE + 4], "big")
 
 
 def load_schema(db: ReadOnlyDatabase) -> Schema:

@@ -1,16 +1,20 @@
-"""The connection mechanics the database and its paged cursor share: one link per thread, each step
-of work run under the guards, statements prepared and rows fetched under a budget.
+"""The machinery the database and its paged cursor share: one link per thread, each a database
+worker process, and each step of work run on it under the time limit and Stop.
 
-A sqlite3 connection stays on the thread that opened it, so a database keeps one connection per
-thread (the model worker runs tools, the UI's pool runs user SQL and schema loading): a
-:class:`Link`, held in the database's :class:`Links`.  Each link has the same guards: ``mode=ro``,
-``query_only``, the authorizer allow-list, no ATTACH slots (``opening.connect_readonly``), the
-bounded printf, and a progress handler that enforces the time limit and notices
-:meth:`Links.interrupt`.  Cancelling through the progress handler (rather than
-``sqlite3_interrupt``) stops only the statement that was running, so a paged cursor left open
-elsewhere cannot poison the next query.  A statement the progress handler cannot reach in time
-(few, expensive VM instructions) is stopped by the watchdog's ``sqlite3_interrupt`` instead, after
-which its connection is retired (``watchdog.py``).
+Every statement on a user's database runs in a database worker process (``worker.py``), which
+holds the connection and every guard (``mode=ro``, ``query_only``, the authorizer allow-list, no
+ATTACH slots, ``trusted_schema = 0``, the progress handler).  The app keeps
+one :class:`Link` per thread that uses a database (the model worker runs tools, the UI's pool runs
+user SQL and schema loading, all at once), and each link leases its own worker from the pool
+(``process.py``), so a runaway statement on one thread never queues another thread's.
+
+Each step (``Links.run``) is checked here first (statement length, write keywords: cheap, and no
+giant text crosses the pipe), then sent with its deadline.  The worker stops it the normal way at
+the deadline or on Stop; when it cannot (one long C call), the app kills the worker past a short
+grace and the caller gets the usual message: "ran past the N s time limit", "cancelled", or "the
+query crashed the database worker" for a worker that died on its own.  A link whose worker was
+killed (or whose backstop had to interrupt the connection) is retired: its thread gets a fresh
+worker next time, and its open cursors answer that they were stopped.
 
 ``connection.ReadOnlyDatabase`` owns one :class:`Links` and is the public face (``execute``,
 ``cursor``, ``interrupt``, ``close``); ``cursor.QueryCursor`` holds one link of it for as long as it
@@ -19,96 +23,68 @@ has pages to hand out.  Both import this module and neither imports the other's 
 
 from __future__ import annotations
 
-import re
-import sqlite3
-import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.db import errors
 from sqale_desktop.core.db.errors import (
-    CorruptDatabase,
     DatabaseError,
-    DatabaseLocked,
     DatabaseUnreadable,
-    NotADatabase,
     QueryDenied,
-    QueryFailed,
     QueryInterrupted,
     QueryTimeout,
-    ResultTooLarge,
     StatementTooLong,
+    WorkerCrashed,
 )
-from sqale_desktop.core.db.guard import (
-    WRITE_KEYWORDS,
-    ReadOnlyGuard,
-    denial_message,
-    leading_keyword,
-    refuse_by_keyword,
-)
-from sqale_desktop.core.db.opening import (
-    LOCK_RETRY_S,
-    MAX_SQL_CHARS,
-    MAX_VALUE_BYTES,
-    connect_readonly,
-    decode_text,
-    hot_journal_message,
-    is_busy,
-    locked_message,
-)
-from sqale_desktop.core.db.printf_guard import PrintfGuard
-from sqale_desktop.core.db.printf_guard import install as install_printf_guard
-from sqale_desktop.core.db.watchdog import GRACE_S, Watchdog
+from sqale_desktop.core.db.guard import refuse_by_keyword
+from sqale_desktop.core.db.opening import MAX_SQL_CHARS, decode_text
+from sqale_desktop.core.db.process import POOL, WorkerGone, WorkerProcess
+from sqale_desktop.core.db.session import MAX_RESULT_BYTES, time_limit_message
 
-# Bytes of values one result (execute, or all pages of a cursor) may hold in memory: rows, not
-# just values, can otherwise fill memory (1,000 rows of zeroblob(6e7)).
-MAX_RESULT_BYTES = 256 * 1024 * 1024
-# VM instructions between progress-handler calls: small enough that a runaway query stops within
-# a few milliseconds of its deadline, large enough that the Python callback costs little.
-PROGRESS_STEPS = 2000
-_TRAILING_SEMICOLONS = re.compile(r";[\s;]*\Z")
+# How long ``close`` lets a running statement end on its own (it has been stopped) before its
+# worker is killed: quitting mid-query must take about a second at most.
+CLOSE_WAIT_S = 0.7
+_OPEN_LIMIT_S = 30.0
 
 
 @dataclass
 class Link:
-    """One thread's connection and the state of the operation running on it."""
+    """One thread's worker process for one database, and the state of the step running on it."""
 
-    conn: sqlite3.Connection
-    guard: ReadOnlyGuard
+    worker: WorkerProcess
     thread: weakref.ref[threading.Thread]
-    deadline: float = 0.0
-    started_generation: int = 0
-    # The caller's own Stop flag for the operation running now (None: only ``interrupt()`` stops it).
-    cancel: threading.Event | None = None
-    timed_out: bool = False
-    busy: bool = field(default=False)
-    # Set by the watchdog when it had to sqlite3_interrupt this connection (see watchdog.py).
-    hard_interrupted: bool = False
-    state: threading.Lock = field(default_factory=threading.Lock)
-    # Paged cursors still open on this connection: it outlives its thread until they close
-    # (the grid fetches pages on the GUI thread from a cursor a pool thread started).  Changed
-    # only through Links.cursor_opened/cursor_closed, under the owner's lock.
+    busy: bool = False
+    # Serialises the round trips on this worker (a cursor another thread started may fetch here).
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Paged cursors still open on this worker: it outlives its thread until they close (the grid
+    # fetches pages on the GUI thread from a cursor a pool thread started).  Changed only through
+    # Links.cursor_opened/cursor_closed, under the owner's lock.
     open_cursors: int = 0
-    # The bounded printf of this connection (None where it could not be installed); it must live
-    # as long as the connection, which calls into it.
-    printf: PrintfGuard | None = None
+    # Cursors closed since the last request; the next request tells the worker (closing a cursor
+    # never waits for a statement running on the same worker).
+    drops: list[int] = field(default_factory=list)
+    # Why the link is out of use ("stopped", "timeout", "crashed", "closed"); None while usable.
+    retired: str | None = None
+    # Set once its worker has been given back or ended: the worker may serve another link now.
+    released: bool = False
+    _next_key: int = 0
 
-    def close(self) -> None:
-        self.conn.close()
-        if self.printf is not None:
-            self.printf.close()
+    def new_key(self) -> int:
+        self._next_key += 1
+        return self._next_key
 
 
 class Links:
     """The links of one database file, one per thread, and the running of work on them.
 
     ``time_limit_s`` is per statement (and per page fetch), settable.  ``decode`` turns SQLite text
-    into ``str`` (default: invalid UTF-8 replaced).  Every method may be called from any thread.
+    into ``str`` (default: invalid UTF-8 replaced); it is sent to the worker, so it must be a
+    module-level function.  Every method may be called from any thread.
     """
 
     def __init__(
@@ -128,9 +104,7 @@ class Links:
         self._links: dict[int, Link] = {}
         self._generation = 0
         self._closed = False
-        self._stop_requested_at = 0.0
-        self._retired: list[Link] = []  # connections the watchdog interrupted, closed when idle
-        self._watchdog = Watchdog(self._backstop)
+        POOL.prestart()
 
     @property
     def name(self) -> str:
@@ -172,10 +146,17 @@ class Links:
             ]
             stale = [self._links.pop(k) for k in dead]
         for old in stale:
-            old.close()
+            self._release(old)
         link = self._connect()
         with self._lock:
-            self._links[key] = link
+            if self._closed:
+                closing = True
+            else:
+                closing = False
+                self._links[key] = link
+        if closing:
+            self._release(link)
+            raise DatabaseUnreadable(f"{self.name} has been closed")
         return link
 
     def cursor_opened(self, link: Link) -> None:
@@ -183,54 +164,75 @@ class Links:
         with self._lock:
             link.open_cursors += 1
 
-    def cursor_closed(self, link: Link) -> None:
+    def cursor_closed(self, link: Link, key: int) -> None:
+        """Cursor ``key`` on ``link`` closed; a retired link without cursors ends its worker."""
         with self._lock:
             link.open_cursors -= 1
+            release = link.retired is not None and link.open_cursors == 0
+        if release:
+            self._release(link)
+        elif link.lock.acquire(blocking=False):
+            # Closed at once (no reply awaited), so that its read lock on the file goes now.
+            try:
+                if link.retired is None and not link.released and link.worker.alive:
+                    link.worker.send(("drop", key))
+            except OSError:
+                pass  # the worker died; the next step on this link says so
+            finally:
+                link.lock.release()
+        else:
+            with self._lock:
+                link.drops.append(key)  # a step is running there: the next request says so
 
     def interrupt(self) -> None:
         """Stop whatever statement is running on any link, from any thread.
 
-        Each running statement notices within ``PROGRESS_STEPS`` VM instructions and ends with
-        ``QueryInterrupted``; statements started afterwards run normally.
+        Each running statement ends with ``QueryInterrupted``; statements started afterwards run
+        normally (a step compares the generation it started in with the current one).
         """
         with self._lock:
             self._generation += 1
-            self._stop_requested_at = time.monotonic()
 
-    def close(self, wait_s: float) -> bool:
-        """Stop running statements and close every link; later ``link()`` calls raise.
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> bool:
+        """Stop running statements and end every link; later ``link()`` calls raise.
 
-        A statement still running on another thread is interrupted first and given up to
-        ``wait_s`` to notice, so that its thread gets ``QueryInterrupted`` rather than a closed
-        connection.  Returns False when the links were already closed.
+        A statement still running on another thread is stopped and given up to ``wait_s`` to
+        end, so that its thread gets ``QueryInterrupted``; then its worker is killed (the thread
+        gets ``QueryInterrupted`` as well).  Every worker's connection is closed (or its process
+        ended) when this returns, so the ``-shm`` bookkeeping may run.  Returns False when the
+        links were already closed.
         """
         with self._lock:
             already = self._closed
             self._closed = True
             self._generation += 1
-            self._stop_requested_at = time.monotonic()
-            links = list(self._links.values()) + self._retired
+            links = list(self._links.values())
             self._links.clear()
-            self._retired.clear()
         deadline = time.monotonic() + wait_s
         while any(link.busy for link in links) and time.monotonic() < deadline:
-            time.sleep(0.002)
-        self._watchdog.stop()
+            time.sleep(0.005)
         for link in links:
-            link.close()
+            if link.retired is None:
+                link.retired = "closed"
+            self._release(link)
         return not already
 
-    @contextmanager
-    def operation(
-        self, link: Link, sql: str, *, new_statement: bool = True, cancel: threading.Event | None = None
-    ) -> Iterator[None]:
-        """Arm the time limit and the guard for one step of work, and translate SQLite errors.
+    def run(
+        self,
+        link: Link,
+        request: Callable[[list[int], float, float], tuple[Any, ...]],
+        sql: str,
+        *,
+        new_statement: bool = True,
+        cancel: threading.Event | None = None,
+    ) -> Any:
+        """Run one step of work on ``link``'s worker under the time limit and Stop; its value.
 
-        ``new_statement``: the work prepares ``sql`` (checked against the write keywords first);
-        False for fetching more rows of a statement that already passed.  ``cancel``: the caller's
-        Stop flag, seen by the progress check like ``interrupt()``.  ``interrupt()`` only stops
-        work already running, so a Stop that lands while a job is still getting its connection
-        (milliseconds for a new thread's link) would be lost; a flag set at any time is not.
+        ``request(drops, deadline, limit_s)`` builds the request.  ``new_statement``: the work
+        prepares ``sql`` (checked against the length limit and the write keywords first); False
+        for fetching more rows of a statement that already passed.  ``cancel``: the caller's
+        Stop flag, seen like ``interrupt()``; a flag set before the step begins stops it too
+        (``interrupt()`` only stops what already runs).
         """
         if cancel is not None and cancel.is_set():
             raise QueryInterrupted("the query was cancelled")
@@ -243,179 +245,128 @@ class Links:
             refusal = refuse_by_keyword(sql)
             if refusal is not None:
                 raise QueryDenied(refusal)
-        link.deadline = time.monotonic() + self._time_limit_s
-        link.started_generation = self._generation
-        link.cancel = cancel
-        link.timed_out = False
-        link.guard.reset()
-        with link.state:
+        limit_s = self._time_limit_s
+        generation = self._generation
+
+        def should_stop() -> bool:
+            return self._generation != generation or (cancel is not None and cancel.is_set())
+
+        with link.lock:
+            if link.retired is not None:
+                raise self._retired_error(link.retired)
+            deadline = time.monotonic() + limit_s
+            with self._lock:
+                drops, link.drops = link.drops, []
             link.busy = True
-        self._watchdog.work_started()
-        try:
-            yield
-        except sqlite3.Error as exc:
-            raise self._translate(exc, link, sql) from exc
-        except (ValueError, OverflowError, UnicodeError) as exc:
-            raise QueryFailed(f"cannot run this statement: {exc}") from exc
-        finally:
-            link.cancel = None
-            with link.state:
-                link.busy = False
-            if link.hard_interrupted:
-                self._retire(link)
-
-    def start(self, link: Link, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
-        """Prepare ``sql`` and step it once, trying again while another program holds the file locked.
-
-        Call inside ``operation()``.  Waiting ends at the statement's deadline or at Stop, as any
-        statement does; only the first step can find the file locked (a read keeps its lock).
-        """
-        while True:
             try:
-                return link.conn.execute(prepare_text(sql), tuple(params))
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                if self._generation != link.started_generation or _set(link.cancel):
-                    raise QueryInterrupted("the query was cancelled") from None
-                if time.monotonic() + LOCK_RETRY_S > link.deadline:
-                    raise DatabaseLocked(locked_message(self.name, self._time_limit_s)) from None
-                time.sleep(LOCK_RETRY_S)
+                reply = link.worker.call(request(drops, deadline, limit_s), deadline, should_stop)
+            except WorkerGone as gone:
+                self._forget(link, gone.reason)
+                link.worker.reap()  # the process has ended; this thread holds its pipes
+                raise self._gone_error(gone, limit_s) from None
+            finally:
+                link.busy = False
+        if reply[0] == "ok":
+            return reply[1]
+        if reply[0] == "error":
+            _, kind, message, retire = reply
+            if retire:
+                self._retire(link, "stopped")
+            raise error_class(kind)(message)
+        raise RuntimeError(f"the database worker failed:\n{reply[1]}")
 
     def _connect(self) -> Link:
-        conn = connect_readonly(self.path, immutable=self.immutable, decode=self._decode)
-        guard = ReadOnlyGuard()
-        link = Link(conn=conn, guard=guard, thread=weakref.ref(threading.current_thread()))
-        conn.set_authorizer(guard)
-        check = self._progress_check(link)
-        conn.set_progress_handler(check, PROGRESS_STEPS)
-        link.printf = install_printf_guard(
-            conn, str(self.path.resolve()), lambda: bool(check()), MAX_VALUE_BYTES
-        )
+        worker = POOL.lease()
+        link = Link(worker=worker, thread=weakref.ref(threading.current_thread()))
+        request = ("open", str(self.path), self.immutable, self._decode)
+        try:
+            reply = worker.call(request, time.monotonic() + _OPEN_LIMIT_S, lambda: False)
+        except WorkerGone as gone:
+            worker.reap()
+            raise self._gone_error(gone, _OPEN_LIMIT_S) from None
+        if reply[0] != "ok":
+            POOL.give_back(worker)
+            if reply[0] == "error":
+                raise error_class(reply[1])(reply[2])
+            raise RuntimeError(f"the database worker failed:\n{reply[1]}")
         return link
 
-    def _progress_check(self, link: Link) -> Callable[[], int]:
-        def check() -> int:
-            if self._generation != link.started_generation or _set(link.cancel):
-                return 1
-            if time.monotonic() > link.deadline:
-                link.timed_out = True
-                return 1
-            return 0
+    def _retire(self, link: Link, reason: str) -> None:
+        """Take a link out of use: its thread gets a fresh worker next time.
 
-        return check
-
-    def _backstop(self) -> bool:
-        """The watchdog's scan: interrupt what runs on past its deadline or a Stop; True if busy."""
-        now = time.monotonic()
-        with self._lock:
-            links = list(self._links.values())
-            generation, stop_at = self._generation, self._stop_requested_at
-        running = False
-        for link in links:
-            with link.state:
-                if not link.busy:
-                    continue
-                running = True
-                late = now > link.deadline + GRACE_S
-                stopped = link.started_generation != generation and now > stop_at + GRACE_S
-                if (late or stopped) and not link.hard_interrupted:
-                    link.hard_interrupted = True
-                    link.timed_out = link.timed_out or (late and not stopped)
-                    link.conn.interrupt()
-        return running
-
-    def _retire(self, link: Link) -> None:
-        """Take an interrupted connection out of use: its thread gets a fresh one next time.
-
-        Its paged cursors (interrupted too) may still be closed by their owners; the connection
-        itself is closed now if none is open, else when the database closes.
+        Its worker ends now if no cursor is open on it, else when the last one closes.
         """
+        if self._forget(link, reason):
+            self._release(link)
+
+    def _forget(self, link: Link, reason: str) -> bool:
+        """Mark ``link`` retired and drop it from the threads' links; True if no cursor holds it."""
         with self._lock:
+            link.retired = link.retired or reason
             for key, value in list(self._links.items()):
                 if value is link:
                     del self._links[key]
-            if link.open_cursors > 0:
-                self._retired.append(link)
+            return link.open_cursors == 0
+
+    def _release(self, link: Link) -> None:
+        """Close ``link``'s session and give its worker back, or end the worker if that fails.
+
+        A link whose lock is held has a step running (closing the database under it): its worker
+        is killed, and the running step ends with ``WorkerGone("closed")`` and reaps it.
+        """
+        worker = link.worker
+        with self._lock:
+            if link.released:
                 return
-        link.close()
+            link.released = True
+        if not link.lock.acquire(blocking=False):
+            worker.kill("closed")
+            worker.wait_ended()  # its file locks go with the process: the -shm check may follow
+            return
+        try:
+            if not worker.alive:
+                worker.reap()
+                return
+            if link.retired not in (None, "closed"):
+                worker.kill(link.retired)
+                worker.reap()
+                return
+            try:
+                reply = worker.call(("close",), time.monotonic() + 2.0, lambda: False)
+            except WorkerGone:
+                worker.reap()
+                return
+            if reply[0] == "ok":
+                POOL.give_back(worker)
+            else:
+                worker.kill("closed")
+                worker.reap()
+        finally:
+            link.lock.release()
 
-    def _translate(self, exc: sqlite3.Error, link: Link, sql: str) -> DatabaseError:
-        message = str(exc)
-        code = getattr(exc, "sqlite_errorname", "") or ""
-        if isinstance(exc, sqlite3.ProgrammingError) and "one statement at a time" in message:
-            return QueryDenied("read-only: only one statement at a time is allowed")
-        if link.guard.last_denial is not None:
-            return QueryDenied(denial_message(sql, link.guard.last_denial))
-        if message.startswith("table ") and message.endswith(" may not be modified"):
-            # The schema tables: the authorizer lets pragma functions through (see guard.py).
-            table = message.removeprefix("table ").removesuffix(" may not be modified")
-            return QueryDenied(f"read-only: changing {table} is not allowed")
-        if code == "SQLITE_INTERRUPT" or message == "interrupted":
-            if link.timed_out:
-                return QueryTimeout(
-                    f"the query ran past the {self._time_limit_s:g} s time limit and was stopped"
-                )
+    def _retired_error(self, reason: str) -> DatabaseError:
+        if reason == "closed":
+            return DatabaseUnreadable(f"{self.name} has been closed")
+        return QueryInterrupted("the query was stopped (its database worker was replaced); run it again")
+
+    def _gone_error(self, gone: WorkerGone, limit_s: float) -> DatabaseError:
+        if gone.reason == "timeout":
+            return QueryTimeout(time_limit_message(limit_s))
+        if gone.reason in ("stopped", "closed"):
             return QueryInterrupted("the query was cancelled")
-        if code.startswith("SQLITE_CORRUPT"):
-            return CorruptDatabase(f"{self.name} is corrupt: {message}")
-        if code == "SQLITE_NOTADB":
-            return NotADatabase(f"{self.name} is not a SQLite database ({message})")
-        if code == "SQLITE_READONLY_ROLLBACK":
-            return DatabaseUnreadable(hot_journal_message(str(self.path)))
-        keyword = leading_keyword(sql)
-        if keyword in WRITE_KEYWORDS or code.startswith("SQLITE_READONLY"):
-            return QueryDenied(f"read-only: {keyword or 'writing'} is not allowed")
-        if is_busy(exc):
-            return DatabaseLocked(locked_message(self.name, self._time_limit_s))
-        if code.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_LOCKED")):
-            return DatabaseUnreadable(f"cannot read {self.name}: {message}")
-        return QueryFailed(message)
+        detail = f" ({gone.detail})" if gone.detail else ""
+        return WorkerCrashed(
+            f"the query crashed the database worker{detail}; the app is fine, and the next query "
+            "runs in a fresh worker"
+        )
 
 
-def value_bytes(row: tuple[Any, ...]) -> int:
-    """The memory a row's values take as Python objects (``sys.getsizeof``, summed in C: cheap)."""
-    return sum(map(sys.getsizeof, row))
+def error_class(name: str) -> type[DatabaseError]:
+    """The ``DatabaseError`` class a worker's reply names (``QueryFailed`` for any other name)."""
+    found = getattr(errors, name, None)
+    if isinstance(found, type) and issubclass(found, DatabaseError):
+        return found
+    return errors.QueryFailed
 
 
-def fetch_within(cursor: sqlite3.Cursor, count: int, budget: int) -> tuple[list[tuple[Any, ...]], int]:
-    """Up to ``count`` rows of ``cursor`` and their ``value_bytes``; raise past ``budget`` bytes.
-
-    Rows are fetched one by one so that the check runs before the next row is made, and the
-    ``ResultTooLarge`` leaves nothing big behind.
-    """
-    rows: list[tuple[Any, ...]] = []
-    used = 0
-    for _ in range(count):
-        row = cursor.fetchone()
-        if row is None:
-            break
-        used += value_bytes(row)
-        if used > budget:
-            rows.clear()
-            raise ResultTooLarge(
-                f"the result holds more than {MAX_RESULT_BYTES // (1024 * 1024)} MB of values and was "
-                "stopped; select fewer rows or columns, or length()/substr() of large values"
-            )
-        rows.append(row)
-    return rows, used
-
-
-def prepare_text(sql: str) -> str:
-    """``sql`` without a run of trailing semicolons, which SQLite would count as more statements."""
-    return _TRAILING_SEMICOLONS.sub("", sql)
-
-
-__all__ = [
-    "MAX_RESULT_BYTES",
-    "PROGRESS_STEPS",
-    "Link",
-    "Links",
-    "fetch_within",
-    "prepare_text",
-    "value_bytes",
-]
-
-
-def _set(flag: threading.Event | None) -> bool:
-    return flag is not None and flag.is_set()
+__all__ = ["CLOSE_WAIT_S", "MAX_RESULT_BYTES", "Link", "Links", "error_class"]

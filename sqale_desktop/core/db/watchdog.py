@@ -1,60 +1,58 @@
-"""The backstop behind the progress handler: ``sqlite3_interrupt`` for a statement that runs on.
+"""The worker's backstop behind the progress handler: ``sqlite3_interrupt`` past the deadline.
 
-The progress handler is called every ``link.PROGRESS_STEPS`` VM instructions, which is every few
-milliseconds for ordinary work.  A statement whose few instructions are each expensive (a row of
-``count(zeroblob(6e7))`` is ten instructions and 100 ms) can go seconds between calls, and the
-time limit and Stop with it.  ``sqlite3_interrupt`` is checked at every jump of the VM instead,
-so it stops such a statement within one row; but it hits every statement running on the
-connection at that moment, which is why it is only the backstop: the watchdog calls it when a
-statement is still running ``GRACE_S`` past its deadline or past a Stop.  The connection is then
-retired (see ``link.Links._backstop``), so no later statement inherits the interrupt.
+The progress handler is called every ``session.PROGRESS_STEPS`` VM instructions, which is every
+few milliseconds for ordinary work.  A statement whose few instructions are each expensive (a row
+of ``count(zeroblob(6e7))`` is ten instructions and 100 ms) can go seconds between calls.
+``sqlite3_interrupt`` is checked at every jump of the VM instead, so it stops such a statement
+within one row: the backstop calls it when a statement is still running ``GRACE_S`` past its
+deadline.  That is the normal way; what even this cannot reach (one long C call) the app ends by
+killing the worker a little later (``process.KILL_GRACE_S``).
 
-One daemon thread per database, asleep while nothing runs, ended by ``stop()``.
+One daemon thread in the worker, asleep while nothing runs.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
-from collections.abc import Callable
+import time
 
 GRACE_S = 0.1
-POLL_S = 0.02
 
 
-class Watchdog:
-    """Calls ``scan()`` every ``POLL_S`` while it returns True (something is running)."""
+class Backstop:
+    """Interrupts the armed connection once ``GRACE_S`` past its deadline, unless disarmed first."""
 
-    def __init__(self, scan: Callable[[], bool]) -> None:
-        self._scan = scan
-        self._wake = threading.Event()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._conn: sqlite3.Connection | None = None
+        self._deadline: float | None = None
+        self.fired = False
+        self._thread = threading.Thread(target=self._run, name="sqlite-backstop", daemon=True)
+        self._thread.start()
 
-    def work_started(self) -> None:
-        """A statement started: watch until nothing runs (the thread starts on first use)."""
-        with self._lock:
-            if self._stopped:
-                return
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="sqlite-watchdog", daemon=True)
-                self._thread.start()
-        self._wake.set()
+    def arm(self, conn: sqlite3.Connection, deadline: float) -> None:
+        with self._cond:
+            self._conn = conn
+            self._deadline = deadline
+            self.fired = False
+            self._cond.notify()
 
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped = True
-            thread = self._thread
-        self._wake.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=1.0)
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+            self._conn = None
 
     def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            if self._stopped:
-                return
-            self._wake.clear()
-            if self._scan():
-                self._wake.set()  # keep watching
-                threading.Event().wait(POLL_S)
+        with self._cond:
+            while True:
+                if self._deadline is None or self._conn is None:
+                    self._cond.wait()
+                    continue
+                delay = self._deadline + GRACE_S - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                self.fired = True
+                self._conn.interrupt()
+                self._deadline = None

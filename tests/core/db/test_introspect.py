@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import pytest
+
 from sqale_desktop.core.db import load_schema, open_readonly, row_count
+from sqale_desktop.core.db.introspect import cached_schema
 from tests.conftest import shared_data
 
 
@@ -95,3 +99,20 @@ def test_broken_view_is_reported_and_the_rest_still_described(tmp_path: Path) ->
         assert kept is not None and kept.error is None and kept.without_rowid
         assert [c.name for c in kept.columns] == ["id", "label"]
         assert row_count(db, "kept") == 0
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_the_cached_schema_is_read_again_after_another_program_changes_it(
+    tmp_path: Path, journal: str
+) -> None:
+    # In rollback-journal mode the cookie is read from the file's header, in WAL mode from SQLite.
+    path = tmp_path / f"{journal}.sqlite"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute(f"PRAGMA journal_mode = {journal}")
+    writer.execute("CREATE TABLE a (x)")
+    with open_readonly(path) as db:
+        assert [t.name for t in cached_schema(db).tables] == ["a"]
+        writer.execute("CREATE TABLE b (y)")
+        assert [t.name for t in cached_schema(db).tables] == ["a", "b"]
+        assert cached_schema(db) is cached_schema(db)  # unchanged: the same reading
+    writer.close()

@@ -18,10 +18,12 @@ import sys
 from pathlib import Path
 
 _PACKAGE_PARENT = Path(__file__).resolve().parents[4]
-# Only the converter's own steps, and the evaluation's reduced-copy builder, may be started this
-# way: the hidden argument is not a general "run any module" door.
+# Only the converter's own steps, the evaluation's reduced-copy builder and the database worker
+# (core.db.worker) may be started this way: the hidden argument is not a general "run any
+# module" door.
 CHILD_MODULE_PREFIX = "sqale_desktop.core.models.convert."
-CHILD_MODULES = (CHILD_MODULE_PREFIX, "sqale_desktop.core.eval.reduce_child")
+DB_WORKER_MODULE = "sqale_desktop.core.db.worker"
+CHILD_MODULES = (CHILD_MODULE_PREFIX, "sqale_desktop.core.eval.reduce_child", DB_WORKER_MODULE)
 CHILD_FLAG = "--child-module"
 
 
