@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqale_desktop.core.engines.llama import native_log
 from sqale_desktop.core.units import MIB, format_bytes

@@ -15,7 +15,6 @@ from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
 from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
 from tests.conftest import smollm2_gguf as smollm2
 
-
 # The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
 # header, so a stand-in model file needs one before its arbitrary body.
 EMPTY_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
