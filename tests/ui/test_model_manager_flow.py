@@ -16,11 +16,8 @@ from sqale_desktop.core.models.catalog import SQALE, SYNSQL
 from sqale_desktop.core.models.registry import Registry
 from sqale_desktop.ui.model_manager import ModelManagerDialog
 from sqale_desktop.ui.workers import TaskPool
-from tests.core.models.conftest import fake_hub, hf_env
 from tests.core.models.fakehub import FakeHub, FakeRepo
-from tests.ui.test_dialogs import smollm2
-
-__all__ = ["fake_hub", "hf_env"]
+from tests.ui.windows import smollm2
 
 GGUF_REPO = "someone/qwen3.5-2b-grpo-synsql-GGUF"
 FILE = "qwen3.5-2b-grpo-synsql-Q4_K_M.gguf"
