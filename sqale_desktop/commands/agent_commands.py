@@ -357,7 +357,8 @@ def _summary(episode: Episode, out: TextIO) -> None:
             for row in result.rows[:PRINTED_ROWS]:
                 out.write(" | ".join(render_cell(v, max_chars=sys.maxsize) for v in row) + "\n")
             more = result.truncated or len(result.rows) > PRINTED_ROWS
-            out.write(f"({result.row_count} rows{', more not shown' if more else ''})\n")
+            rows = f"{result.row_count} row{'' if result.row_count == 1 else 's'}"
+            out.write(f"({rows}{', more not shown' if more else ''})\n")
     out.write(
         f"{len(episode.turns)} turns, {stats.completion_tokens} tokens generated, "
         f"{stats.prompt_tokens} in the prompt, {stats.seconds:.1f} s\n"

@@ -106,7 +106,9 @@ def run_query(args: argparse.Namespace) -> int:
     _emit(lambda: WRITERS[args.format](result, sys.stdout))
     if result.truncated:
         print(
-            f"note: showing the first {result.row_count} rows; more rows exist (--max-rows)", file=sys.stderr
+            f"note: showing the first {result.row_count} row{'' if result.row_count == 1 else 's'}; "
+            "more rows exist (--max-rows)",
+            file=sys.stderr,
         )
     return EXIT_OK
 

@@ -14,6 +14,10 @@ from pathlib import Path
 
 from sqale_desktop.core.history import Entry
 
+CANCELLED = "the query was cancelled"
+"""The error stored for a run the user stopped (Stop, Esc).  The same words the database layer's
+``QueryInterrupted`` carries, so runs stopped before this constant existed read "cancelled" too."""
+
 
 @dataclass(frozen=True)
 class QueryRun:
@@ -28,8 +32,15 @@ class QueryRun:
     entry_id: int | None = None  # the history entry, once stored
 
     @property
+    def cancelled(self) -> bool:
+        """The user stopped it: not an error, nothing wrong with the statement."""
+        return self.error == CANCELLED
+
+    @property
     def status(self) -> str:
         """How the run ended, in a few words for the panel's Rows column."""
+        if self.cancelled:
+            return "cancelled"
         if self.error:
             return "error"
         if self.row_count is None:

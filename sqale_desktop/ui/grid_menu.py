@@ -3,21 +3,20 @@
 Copy, copy with headers, copy as CSV / TSV / JSON / Markdown, a column's values, the quick filter,
 and exporting the whole result (the query re-run to the end on the pool, not just the loaded
 pages).  The menu only emits what the grid and the panel already offer as methods, so every action
-is also reachable (and tested) without opening a menu.
+is also reachable (and tested) without opening a menu.  The grid does not import this module: it
+emits ``menu_requested`` and ``attach_menu`` answers it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from PySide6.QtCore import QPoint
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from sqale_desktop.core.export_formats import FORMAT_NAMES, TEXT_FORMATS, TextFormat, cell_text
-
-if TYPE_CHECKING:
-    from sqale_desktop.ui.sql_panel import ResultGrid
+from sqale_desktop.ui.result_grid import ResultGrid
 
 EXPORT_CHOICES: tuple[tuple[str, str], ...] = (
     ("csv", "CSV…"),
@@ -48,7 +47,7 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     menu = QMenu(grid)
     copy = menu.addAction("Copy", grid.copy_selection)
     copy.setShortcut(QKeySequence.StandardKey.Copy)
-    menu.addAction("Copy with headers", lambda: grid.copy_as("tsv", header=True))
+    menu.addAction("Copy with headers", grid.copy_with_headers)
     copy_as = menu.addMenu("Copy as")
     for fmt in TEXT_FORMATS:
         copy_as.addAction(FORMAT_NAMES[fmt], _copy_as(grid, fmt))
@@ -81,3 +80,14 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     for key, label in EXPORT_CHOICES:
         export.addAction(label, _export(grid, key))
     return menu
+
+
+def attach_menu(grid: ResultGrid) -> None:
+    """Open this menu where ``grid`` asks for it (a right-click on a cell or a column header)."""
+
+    def show(column: int, where: QPoint) -> None:
+        menu = build_grid_menu(grid, column)
+        menu.exec(where)
+        menu.deleteLater()
+
+    grid.menu_requested.connect(show)

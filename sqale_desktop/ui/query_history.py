@@ -92,7 +92,7 @@ class QueryHistoryModel(QAbstractTableModel):
             if column == 1:
                 return _one_line(run.sql)
             if column == 2:
-                return "⚠ error" if run.error else run.status
+                return "⚠ error" if run.error and not run.cancelled else run.status
             if column == 3:
                 return "" if run.duration_ms is None else f"{run.duration_ms:,} ms"
             if column == 4:

@@ -41,7 +41,8 @@ class PagedCursor(Protocol):
 
 def display_value(value: Any) -> str:
     """How a cell reads in the grid: core.db.render's display form (``<blob 3 bytes>``, long text
-    cut), kept on one line.  Display only: copying and export never use it."""
+    cut, floats to 15 significant digits), kept on one line.  Display only: copying and export
+    never use it."""
     return render_cell(value, max_chars=ELIDE_AT).replace("\n", " ⏎ ")
 
 
@@ -110,6 +111,8 @@ class ResultTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if isinstance(value, str) and len(value) > ELIDE_AT:
                 return value[:4000]
+            if isinstance(value, float) and display_value(value) != repr(value):
+                return f"Stored value: {value!r}"  # the cell shows it to 15 significant digits
             return None
         special = value is None or isinstance(value, bytes | bytearray | memoryview)
         if role == Qt.ItemDataRole.ForegroundRole and special:

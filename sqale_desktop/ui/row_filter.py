@@ -206,7 +206,7 @@ class FilterBar(QWidget):
             return ""
         source = proxy.sourceModel()
         loaded = source.rowCount()
-        text = f"{proxy.rowCount():,} of {loaded:,} loaded rows match"
+        text = f"{proxy.rowCount():,} of {loaded:,} loaded row{'' if loaded == 1 else 's'} match"
         if source.canFetchMore(QModelIndex()):
             text += "; the result has more rows than are loaded (filter in SQL to search them all)"
         self.status.setText(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqale_desktop.core import history as history_mod
 from sqale_desktop.core.history import History
-from sqale_desktop.core.query_history import QueryRun, runs_from_entries, search
+from sqale_desktop.core.query_history import CANCELLED, QueryRun, runs_from_entries, search
 
 
 def test_runs_keep_duration_rows_and_errors_across_a_reopen(tmp_path: Path) -> None:
@@ -32,6 +32,17 @@ def test_runs_keep_duration_rows_and_errors_across_a_reopen(tmp_path: Path) -> N
     again.delete_conversation(conversation.id)
     fresh = again.conversation_for(tmp_path / "shop.sqlite")
     assert runs_from_entries(again.entries(fresh.id), "shop.sqlite") == []
+
+
+def test_a_stopped_run_reads_cancelled_not_error_after_a_reopen(tmp_path: Path) -> None:
+    store = tmp_path / "history.sqlite"
+    first = History(store)
+    conversation = first.conversation_for(tmp_path / "shop.sqlite")
+    first.add_rerun(conversation.id, "SELECT count(*) FROM big", error=CANCELLED, duration_ms=900)
+    first.add_rerun(conversation.id, "SELECT nope FROM big", error="no such column: nope", duration_ms=2)
+    runs = runs_from_entries(History(store).entries(conversation.id), tmp_path / "shop.sqlite")
+    assert [(r.status, r.cancelled) for r in runs] == [("cancelled", True), ("error", False)]
+    assert runs[0].matches("cancelled")  # the search finds stopped runs by the word
 
 
 def test_a_version_1_store_is_migrated_and_keeps_its_reruns(tmp_path: Path) -> None:

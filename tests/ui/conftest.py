@@ -1,4 +1,8 @@
-"""Qt tests run offscreen; every test fails if it leaves a worker thread running."""
+"""Qt tests run offscreen; every test fails if it leaves a worker thread running.
+
+Fixtures shared by the UI tests live here (``make_window``, ``artifacts``, ``themed``); the helpers
+they import are plain functions in ``windows.py``, ``sql_panels.py`` and ``replay_scripts.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.history import History
+    from sqale_desktop.ui.main_window import MainWindow
+    from tests.ui.windows import WindowFactory
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 UI_DIR = Path(__file__).resolve().parent
@@ -54,3 +64,31 @@ def themed() -> Iterator[None]:
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     apply_theme(app, "light")
+
+
+@pytest.fixture
+def make_window(qtbot: Any, tmp_path: Path) -> Iterator[WindowFactory]:
+    """Build shown windows over a replay engine (``script``: its completions, the Chinook answer by
+    default; ``[]``: no model); each is shut down after the test, and must shut down cleanly."""
+    from sqale_desktop.core.engines.replay import ReplayEngine
+    from sqale_desktop.core.history import History
+    from sqale_desktop.core.settings import Settings
+    from sqale_desktop.ui.main_window import MainWindow
+    from tests.ui.replay_scripts import chinook_script
+
+    windows: list[MainWindow] = []
+
+    def make(
+        script: list[str] | None = None, delay: float = 0.0, history: History | None = None
+    ) -> MainWindow:
+        completions = script if script is not None else chinook_script()
+        factory = (lambda: ReplayEngine(completions, chunk_chars=6, delay=delay)) if script != [] else None
+        window = MainWindow(Settings(), factory, history=history or History(tmp_path / "history.sqlite"))
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        assert window.shutdown()

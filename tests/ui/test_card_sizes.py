@@ -14,10 +14,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QPlainTextEdit
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.palette import apply_theme
 from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, call, turn
-from tests.ui.test_honest_states import ask, settle
-from tests.ui.test_main_window import WindowFactory, make_window, open_page
-
-__all__ = ["make_window"]
+from tests.ui.windows import WindowFactory, ask, open_page, settle
 
 LONG_SQL = (
     "SELECT ar.Name AS artist_name, al.Title AS album_title, t.Name AS track_name, g.Name AS genre_name, "
@@ -76,9 +73,8 @@ def test_cards_size_to_their_content_narrow_and_wide(
     window: MainWindow = make_window(script())
     page = open_page(qtbot, window, chinook)
     page.chat.add_rerun(LONG_SQL, 20, None)
-    view = ask(qtbot, window, page)
     with qtbot.waitSignal(window.episode_finished, timeout=20_000):
-        pass
+        view = ask(qtbot, window, page)
     unreadable, unknown, query, submitted = view.tool_cards()
     assert unreadable.title.text() == "<b>Unreadable tool call</b>" and "()" not in unreadable.title.text()
     assert not unreadable.ok and isinstance(unreadable.result_view, QLabel)
@@ -115,9 +111,8 @@ def test_cards_size_to_their_content_narrow_and_wide(
 def test_a_turn_header_wraps_in_a_narrow_pane(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
     window = make_window(script())
     page = open_page(qtbot, window, chinook)
-    view = ask(qtbot, window, page)
     with qtbot.waitSignal(window.episode_finished, timeout=20_000):
-        pass
+        view = ask(qtbot, window, page)
     window.resize(1024, 700)
     splitter = page.findChild(type(page.chat.parentWidget()))
     assert splitter is not None

@@ -18,7 +18,7 @@ from sqale_desktop.ui.chart_view import ChartView, write_export
 from sqale_desktop.ui.palette import apply_theme
 from sqale_desktop.ui.sql_panel import SqlPanel
 from tests.ui.sql_panels import shown_panel
-from tests.ui.test_main_window import WindowFactory, make_window, open_page  # noqa: F401 (fixture)
+from tests.ui.windows import WindowFactory, open_page
 
 
 def painted_pixels(image: QImage, background: QColor) -> int:
@@ -123,14 +123,15 @@ def test_chart_tab_draws_the_loaded_rows_and_exports_png_and_svg(
     assert text.lstrip().startswith("<?xml") and "<svg" in text and "seconds" in text
 
 
-def test_answer_card_offers_chart_and_shows_it(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:  # noqa: F811
+def test_answer_card_offers_chart_and_shows_it(qtbot: Any, make_window: WindowFactory, chinook: Path) -> None:
     window = make_window()
     page = open_page(qtbot, window, chinook)
     page.chat.question.setPlainText("Which artists have the most albums?")
-    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+    with (
+        qtbot.waitSignal(page.sql.query_finished, timeout=10_000),  # then its answer runs in the grid
+        qtbot.waitSignal(window.episode_finished, timeout=20_000),  # waited for first (exits first)
+    ):
         page.chat.ask_button.click()
-    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
-        pass  # the answer runs in the grid
     answer = page.chat.episodes[0].answer
     assert answer is not None and answer.chartable  # albums is numeric
     assert answer.details.text().endswith('<a href="chart">Chart</a>')
@@ -144,7 +145,7 @@ def test_answer_card_offers_chart_and_shows_it(qtbot: Any, make_window: WindowFa
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_screenshots_of_the_data_side(
     qtbot: Any,
-    make_window: WindowFactory,  # noqa: F811
+    make_window: WindowFactory,
     chinook: Path,
     artifacts: Path,
     theme: str,

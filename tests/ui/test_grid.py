@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QItemSelectionModel, QStandardPaths, Qt
-from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QMenu
+from PySide6.QtCore import QItemSelectionModel, QStandardPaths, Qt, QTimer
+from PySide6.QtGui import QAction, QContextMenuEvent, QGuiApplication
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu
 
 from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.ui.grid_menu import build_grid_menu
 from sqale_desktop.ui.sql_panel import SqlPanel
 from tests.ui.sql_panels import shown_panel
+from tests.ui.windows import answering_modal
 
 NL = platform_newline()
 
@@ -75,11 +76,14 @@ def test_menu_copies_in_every_format(qtbot: Any, panel: SqlPanel, chinook: Path)
         "Export whole result/JSON…",
     ]
     clipboard = QGuiApplication.clipboard()
+    # "Copy" copies the cells as a spreadsheet does; "Copy with headers" puts the names above them.
     found["Copy"].trigger()
+    assert clipboard.text() == NL.join(["1\tRock", "2\tJazz"])
+    found["Copy with headers"].trigger()
     assert clipboard.text() == NL.join(["GenreId\tName", "1\tRock", "2\tJazz"])
     select(panel, range(0, 1), range(0, 2))
     found["Copy"].trigger()
-    assert clipboard.text() == "1\tRock"  # one row: no header, as spreadsheets copy a row
+    assert clipboard.text() == "1\tRock"
     found["Copy with headers"].trigger()
     assert clipboard.text() == NL.join(["GenreId\tName", "1\tRock"])
     select(panel, range(0, 3), range(0, 2))
@@ -108,6 +112,38 @@ def test_menu_copies_in_every_format(qtbot: Any, panel: SqlPanel, chinook: Path)
     assert clipboard.text() == NL.join(["Rock", "Jazz", "Metal"])
     assert "Copied 3 lines" in panel.message.text()
     menu.deleteLater()
+
+
+# A popup menu raises itself and grabs the keyboard; the offscreen plugin can do neither, and says so.
+@pytest.mark.qt_log_ignore(
+    "This plugin does not support raise",
+    "This plugin does not support grabbing",
+    "This plugin does not support propagateSizeHints",  # the conftest's note: this marker replaces it
+)
+def test_a_right_click_on_a_cell_opens_its_menu(qtbot: Any, panel: SqlPanel) -> None:
+    run(qtbot, panel, "SELECT GenreId, Name FROM Genre WHERE GenreId <= 3 ORDER BY GenreId")
+    seen: list[str] = []
+    waiting = True
+
+    def read_and_close() -> None:
+        if not waiting:
+            return
+        menu = QApplication.activePopupWidget()
+        if not isinstance(menu, QMenu):
+            QTimer.singleShot(10, read_and_close)  # not open yet
+            return
+        seen.extend(action.text() for action in menu.actions() if action.text())
+        menu.close()
+
+    QTimer.singleShot(0, read_and_close)
+    where = panel.grid.visualRect(panel.grid.model().index(1, 1)).center()
+    viewport = panel.grid.viewport()
+    QApplication.sendEvent(
+        viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, where, viewport.mapToGlobal(where))
+    )  # returns once the menu closed (exec), or at once had no menu opened
+    waiting = False
+    assert seen[:2] == ["Copy", "Copy with headers"]
+    assert "Copy values of “Name”" in seen  # the column under the pointer
 
 
 def test_header_menu_without_a_selection_copies_every_row_shown(qtbot: Any, panel: SqlPanel) -> None:
@@ -238,7 +274,7 @@ def test_export_dialog_starts_in_documents_then_the_last_folder(
     assert target.read_text(encoding="utf-8").startswith("TrackId\tName" + NL)
 
     # A window that remembers a folder from an earlier session starts there.
-    panel._last_folder = ""
+    panel.exporter.last_folder = ""
     panel.folder_provider = lambda: str(tmp_path)
     assert panel.export_folder() == tmp_path
 
@@ -250,7 +286,7 @@ def test_the_window_remembers_the_export_folder_across_sessions(
     from sqale_desktop.core.history import History
     from sqale_desktop.core.settings import Settings
     from sqale_desktop.ui.main_window import MainWindow
-    from tests.ui.test_main_window import open_page
+    from tests.ui.windows import open_page
 
     target = tmp_path / "exports" / "genres.json"
     target.parent.mkdir()
@@ -278,3 +314,46 @@ def test_the_window_remembers_the_export_folder_across_sessions(
         window.close()
     assert Path(asked[1]).parent == target.parent  # the second session started where the first left
     assert settings_mod.load().settings.export_folder == str(target.parent)
+
+
+def test_export_with_a_filter_on_asks_which_rows(
+    qtbot: Any, panel: SqlPanel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The filter covers the loaded rows only, so the person chooses: the rows shown, or all of them."""
+    run(qtbot, panel, "SELECT GenreId, Name FROM Genre ORDER BY GenreId")
+    panel.grid.filter_requested.emit(1, "contains", None)
+    qtbot.keyClicks(panel.filter_bar.text, "ro")
+    shown = [[panel.proxy.index(r, c).data(Qt.ItemDataRole.UserRole) for c in range(2)]
+             for r in range(panel.proxy.rowCount())]  # fmt: skip
+    assert 0 < len(shown) < 25
+    targets = iter([tmp_path / "filtered.csv", tmp_path / "whole.csv"])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(next(targets)), ""))
+
+    with (
+        answering_modal(qtbot, "exportScope", "exportFiltered") as asked,
+        qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker,
+    ):
+        qtbot.mouseClick(panel.csv_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [str(tmp_path / "filtered.csv"), len(shown)]
+    assert f"{len(shown)} of the 25 loaded rows match" in asked[0]
+    with (tmp_path / "filtered.csv").open(newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["GenreId", "Name"], *[[str(i), n] for i, n in shown]]
+
+    with (
+        answering_modal(qtbot, "exportScope", "exportWhole"),
+        qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker,
+    ):
+        qtbot.mouseClick(panel.csv_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [str(tmp_path / "whole.csv"), 25]
+
+    # Cancel: no file dialog, nothing written.
+    with answering_modal(qtbot, "exportScope", "exportCancel"):
+        qtbot.mouseClick(panel.json_button, Qt.MouseButton.LeftButton)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["filtered.csv", "whole.csv"]
+
+    # Without a filter nothing is asked: the whole result, as before.
+    panel.filter_bar.clear()
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(tmp_path / "all.json"), ""))
+    with qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker:
+        qtbot.mouseClick(panel.json_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [str(tmp_path / "all.json"), 25]

@@ -16,27 +16,7 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.chat_widgets import NO_CALL_NOTE, cut_note, ended_by_status
 from sqale_desktop.ui.main_window import MainWindow
 from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, call, chinook_script, turn
-from tests.ui.test_dialogs import smollm2
-from tests.ui.test_main_window import WindowFactory, make_window, open_page
-
-__all__ = ["make_window"]  # the fixture, imported for pytest
-
-
-def settle() -> None:
-    """Let pending layout requests run (a resize lays out over several posted events)."""
-    from PySide6.QtWidgets import QApplication
-
-    for _ in range(20):
-        QApplication.sendPostedEvents()
-        QApplication.processEvents()
-
-
-def ask(qtbot: Any, window: MainWindow, page: Any, question: str = "Which artists have the most albums?") -> Any:  # noqa: E501
-    page.chat.question.setPlainText(question)
-    page.chat.ask_button.click()
-    view = page.chat.current
-    assert view is not None
-    return view
+from tests.ui.windows import WindowFactory, ask, open_page, settle, smollm2
 
 
 def test_no_answer_is_said_alike_on_the_card_and_in_the_status_bar(
@@ -47,9 +27,8 @@ def test_no_answer_is_said_alike_on_the_card_and_in_the_status_bar(
     script.append("Still unsure.\n</think>\n\nI cannot answer.")
     window = make_window(script)
     page = open_page(qtbot, window, chinook)
-    view = ask(qtbot, window, page)
     with qtbot.waitSignal(window.episode_finished, timeout=20_000) as blocker:
-        pass
+        view = ask(qtbot, window, page)
     episode = blocker.args[0]
     assert episode.ended_by == "no_answer"
     assert view.answer is not None
@@ -112,9 +91,8 @@ def test_a_turn_cut_by_its_token_budget_says_so(
     script = [rambling, turn("Now I know.", call("submit_sql", sql=CHINOOK_ANSWER_SQL))]
     window = make_window(script)
     page = open_page(qtbot, window, chinook)
-    view = ask(qtbot, window, page)
     with qtbot.waitSignal(window.episode_finished, timeout=20_000) as blocker:
-        pass
+        view = ask(qtbot, window, page)
     assert blocker.args[0].turns[0].finish_reason == "length"
     assert cut_note(2048) in view.turns[1].notes
     assert NO_CALL_NOTE in view.turns[1].notes  # nothing parsable was written either
@@ -144,25 +122,22 @@ def test_settings_that_do_not_concern_the_model_keep_it_loaded(
     qtbot.addWidget(window)
     try:
         page = open_page(qtbot, window, chinook)
-        ask(qtbot, window, page)
         with qtbot.waitSignal(window.episode_finished, timeout=20_000):
-            pass
+            ask(qtbot, window, page)
         assert len(built) == 1
         changed = dataclasses.replace(
             window.settings, theme="dark", max_rows=10, query_time_limit_s=3.0, temperature=0.2, top_k=5
         )
         window.apply_settings(changed)
-        ask(qtbot, window, page)
         with qtbot.waitSignal(window.episode_finished, timeout=20_000) as blocker:
-            pass
+            ask(qtbot, window, page)
         assert len(built) == 1, "the model was rebuilt for a change that does not concern it"
         result = blocker.args[0].result
         assert result is not None and result.row_count <= 10  # the new max_rows applied
 
         window.apply_settings(dataclasses.replace(window.settings, n_ctx=8192))
-        ask(qtbot, window, page)
         with qtbot.waitSignal(window.episode_finished, timeout=20_000):
-            pass
+            ask(qtbot, window, page)
         assert built == [16384, 8192]
     finally:
         window.apply_settings(dataclasses.replace(window.settings, theme="system"))

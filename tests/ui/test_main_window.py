@@ -5,63 +5,17 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.export_formats import platform_newline
 from sqale_desktop.core.history import History
-from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.database_page import DatabasePage
-from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.sql_highlight import format_sql
-from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, chinook_script
-
-WindowFactory = Callable[..., MainWindow]
-
-
-@pytest.fixture
-def make_window(qtbot: Any, tmp_path: Path) -> Iterator[WindowFactory]:
-    windows: list[MainWindow] = []
-
-    def make(
-        script: list[str] | None = None, delay: float = 0.0, history: History | None = None
-    ) -> MainWindow:
-        completions = script if script is not None else chinook_script()
-        factory = (lambda: ReplayEngine(completions, chunk_chars=6, delay=delay)) if script != [] else None
-        window = MainWindow(Settings(), factory, history=history or History(tmp_path / "history.sqlite"))
-        qtbot.addWidget(window)
-        window.show()
-        windows.append(window)
-        return window
-
-    yield make
-    for window in windows:
-        assert window.shutdown()
-
-
-def open_page(qtbot: Any, window: MainWindow, path: Path) -> DatabasePage:
-    with qtbot.waitSignal(window.database_opened, timeout=10_000) as blocker:
-        window.open_database(path)
-    page = blocker.args[0]
-    assert isinstance(page, DatabasePage)
-    return page
-
-
-def grid_rows(page: DatabasePage) -> list[tuple[Any, ...]]:
-    model = page.sql.model
-    assert model is not None
-    while model.canFetchMore():
-        model.fetchMore()
-    return [
-        tuple(model.data(model.index(r, c), Qt.ItemDataRole.UserRole) for c in range(model.columnCount()))
-        for r in range(model.rowCount())
-    ]
+from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL
+from tests.ui.windows import WindowFactory, grid_rows, open_page
 
 
 def test_ask_streams_tool_cards_then_answers_with_the_sqlite_result(
@@ -74,17 +28,15 @@ def test_ask_streams_tool_cards_then_answers_with_the_sqlite_result(
     window.grab().save(str(artifacts / "empty.png"))
 
     page.chat.question.setPlainText("Which artists have the most albums?")
-    page.chat.ask_button.click()
-    view = page.chat.current
-    assert view is not None
-    # Tool cards appear while the episode is still streaming, not only at the end.
-    qtbot.waitUntil(lambda: len(view.tool_cards()) >= 2, timeout=10_000)
-    assert view.running and page.chat.current is view
-    assert page.chat.stop_button.isEnabled()
-    window.grab().save(str(artifacts / "streaming.png"))
-
     with qtbot.waitSignal(window.episode_finished, timeout=20_000) as blocker:
-        pass
+        page.chat.ask_button.click()
+        view = page.chat.current
+        assert view is not None
+        # Tool cards appear while the episode is still streaming, not only at the end.
+        qtbot.waitUntil(lambda: len(view.tool_cards()) >= 2, timeout=10_000)
+        assert view.running and page.chat.current is view
+        assert page.chat.stop_button.isEnabled()
+        window.grab().save(str(artifacts / "streaming.png"))
     episode = blocker.args[0]
     assert episode.ended_by == "submit_sql"
     assert [c.tool for c in view.tool_cards()] == [
@@ -122,12 +74,13 @@ def test_unreadable_files_give_a_clear_message(
 
     # This file's schema reads fine; the damage is further in, and the window says so.
     corrupt = shared_data("awkward/anki_corrupt_diskfull.anki2")
+    # The page starts its integrity check as it opens, so the warning may come before any wait
+    # could be entered on the page's ``damaged``: wait for what it shows instead.
     page = open_page(qtbot, window, corrupt)
-    with qtbot.waitSignal(page.damaged, timeout=10_000) as blocker:
-        pass
-    assert "damaged" in blocker.args[0] and "anki_corrupt_diskfull.anki2" in blocker.args[0]
+    qtbot.waitUntil(lambda: "damaged" in page.banners.texts().get("damaged", ""), timeout=10_000)
+    warning = page.banners.texts()["damaged"]
+    assert "damaged" in warning and "anki_corrupt_diskfull.anki2" in warning
     # The warning belongs to the damaged file's tab, next to (not instead of) other messages.
-    qtbot.waitUntil(lambda: "damaged" in page.banners.texts().get("damaged", ""))
     assert "damaged" not in window.banner.text()
     window.grab().save(str(artifacts / "error.png"))
 
@@ -190,9 +143,8 @@ def test_edit_and_rerun_copy_and_export(
     qtbot.keyClick(page.sql.grid, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     text = QGuiApplication.clipboard().text()
     assert text == page.sql.grid.copy_selection()
-    lines = text.split(platform_newline())
-    assert lines[0] == "GenreId\tName"
-    assert lines[1:] == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
+    lines = text.split(platform_newline())  # the cells, as a spreadsheet copies them: no header
+    assert lines == [f"{gid}\t{name}" for gid, name in sqlite3.connect(chinook).execute(edited)]
 
     target = tmp_path / "genres.csv"
     with qtbot.waitSignal(page.sql.export_finished, timeout=10_000) as blocker:
@@ -229,21 +181,25 @@ def test_reask_and_restart_restores_the_conversation(
     window = make_window(history=History(store))
     page = open_page(qtbot, window, chinook)
     page.chat.question.setPlainText("Which artists have the most albums?")
-    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+    with (
+        qtbot.waitSignal(page.sql.query_finished, timeout=10_000),  # then its answer runs in the grid
+        qtbot.waitSignal(window.episode_finished, timeout=20_000),  # waited for first (exits first)
+    ):
         page.chat.ask_button.click()
     first = page.chat.episodes[0]
     first.reask_button.click()
     assert page.chat.question.toPlainText() == "Which artists have the most albums?"
     page.chat.question.setPlainText("Which five artists have the most albums?")
-    with qtbot.waitSignal(window.episode_finished, timeout=20_000):
+    with (
+        qtbot.waitSignal(page.sql.query_finished, timeout=10_000),
+        qtbot.waitSignal(window.episode_finished, timeout=20_000),
+    ):
         qtbot.keyClick(page.chat.question, Qt.Key.Key_Return)
     assert [e.question for e in page.chat.episodes] == [
         "Which artists have the most albums?",
         "Which five artists have the most albums?",
     ]
     edited = "SELECT Name FROM Artist WHERE Name LIKE 'Iron%'"
-    with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
-        pass  # the answer's SQL runs in the grid right after the episode
     with qtbot.waitSignal(page.sql.user_ran, timeout=10_000) as ran:
         page.sql.editor.set_sql(edited)
         page.sql.run_button.click()

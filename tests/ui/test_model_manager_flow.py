@@ -24,12 +24,9 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.model_manager import ModelManagerDialog
 from sqale_desktop.ui.workers import TaskPool
-from tests.core.models.conftest import fake_hub, hf_env
 from tests.core.models.fakehub import FakeHub, FakeRepo
 from tests.ui.replay_scripts import chinook_script
-from tests.ui.test_dialogs import smollm2
-
-__all__ = ["fake_hub", "hf_env"]
+from tests.ui.windows import smollm2
 
 GGUF_REPO = "someone/qwen3.5-2b-grpo-synsql-GGUF"
 FILE = "qwen3.5-2b-grpo-synsql-Q4_K_M.gguf"

@@ -15,7 +15,7 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.conversations_dialog import ConversationsDialog
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.query_history import QueryHistoryPanel
-from tests.ui.test_main_window import open_page
+from tests.ui.windows import open_page
 
 
 def test_panel_lists_newest_first_and_searches(qtbot: Any, qtmodeltester: Any) -> None:

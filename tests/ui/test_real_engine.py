@@ -19,7 +19,7 @@ from sqale_desktop.core.runtime import episode_fn as default_episode_fn
 from sqale_desktop.core.runtime import resolve
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.main_window import MainWindow
-from tests.ui.test_dialogs import smollm2
+from tests.ui.windows import smollm2
 
 
 @pytest.mark.slow

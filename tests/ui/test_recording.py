@@ -22,8 +22,7 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.core.tools import TOOL_NAMES
 from sqale_desktop.ui.episodes import load_recording
 from sqale_desktop.ui.main_window import RECORDING_DELAY_S, MainWindow
-from tests.ui.test_honest_states import settle
-from tests.ui.test_main_window import grid_rows
+from tests.ui.windows import grid_rows, settle
 
 
 @pytest.fixture

@@ -128,3 +128,17 @@ def test_tsv_copy_reads_back_with_the_csv_module(rows: list[list[Any]]) -> None:
     back = list(csv.reader(io.StringIO(text + platform_newline(), newline=""), dialect="excel-tab"))
     assert back[0] == ["a", "b"]
     assert back[1:] == [[tsv_value(v) for v in row] for row in rows]
+
+
+def test_money_reads_to_15_digits_and_copies_exactly() -> None:
+    """Chinook's invoice totals summed per country: the grid shows 523.06, the clipboard keeps the double."""
+    conn = sqlite3.connect(":memory:")
+    row = conn.execute("SELECT 'USA', 523.0600000000003, 303.9599999999999, 2.5").fetchone()
+    model = ResultTableModel(None, [row], columns=["country", "revenue", "other", "plain"])
+    shown = [model.index(0, c).data() for c in range(4)]
+    assert shown == ["USA", "523.06", "303.96", "2.5"]
+    assert model.index(0, 2).data(Qt.ItemDataRole.UserRole) == 303.9599999999999
+    assert model.index(0, 2).data(Qt.ItemDataRole.ToolTipRole) == "Stored value: 303.9599999999999"
+    assert model.index(0, 3).data(Qt.ItemDataRole.ToolTipRole) is None  # nothing was rounded
+    indexes = [model.index(0, c) for c in range(4)]
+    assert model.tsv(indexes) == "USA\t523.0600000000003\t303.9599999999999\t2.5"

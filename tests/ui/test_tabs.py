@@ -15,10 +15,7 @@ from sqale_desktop.core.models.catalog import LARGE_SCHEMA_TABLES
 from sqale_desktop.ui.main_window import MainWindow
 from tests.conftest import shared_data
 from tests.ui.replay_scripts import chinook_script
-from tests.ui.test_honest_states import ask, settle
-from tests.ui.test_main_window import WindowFactory, make_window, open_page
-
-__all__ = ["make_window"]
+from tests.ui.windows import WindowFactory, ask, open_page, settle
 
 
 def test_banners_belong_to_their_tab(

@@ -7,8 +7,11 @@ this module's form: the grid's cells, the chat's result cards, the CLI's ``table
 ``ask`` summary, and the model.
 
 The model was trained on tool outputs written by Python's ``str()``: NULL read ``None`` and floats
-read like ``12.037037037037036`` or ``1.0`` (Python's shortest round-trip repr, which is also what
-SQLite's own printer gives for these values).  People see ``NULL`` instead.  BLOBs are never
+read like ``12.037037037037036`` or ``1.0`` (Python's shortest round-trip repr).  People see
+``NULL`` instead, and floats to 15 significant digits, as the sqlite3 shell prints them (its
+``%!.15g``): a sum of money stored in binary reads ``523.06``, not ``523.0600000000003``, which is
+a different double but not a different amount to anyone reading a table.  Copies and exports keep
+the exact value (``core/export_formats.py``), and the grid's tooltip shows it.  BLOBs are never
 dumped: they read ``<blob N bytes>``.  Text for the model is kept on one line (a newline would
 break the row layout) and cut to ``max_chars`` with an ellipsis; text for people is cut only when
 it is very long, since a grid cell cannot show a novel anyway.
@@ -16,6 +19,10 @@ it is very long, since a grid cell cannot show a novel anyway.
 
 from __future__ import annotations
 
+import math
+
+DISPLAY_DIGITS = 15
+"""Significant digits of a float shown to people (every double with at most 15 reads exactly)."""
 MODEL_MAX_CHARS = 200
 DISPLAY_MAX_CHARS = 2000
 ELLIPSIS = "…"
@@ -30,12 +37,24 @@ def render_cell(value: object, *, for_model: bool = False, max_chars: int | None
     if isinstance(value, bytes | bytearray | memoryview):
         return f"<blob {len(bytes(value))} bytes>"
     if isinstance(value, float):
-        return repr(value)
+        return repr(value) if for_model else display_float(value)
     text = str(value)
     if for_model:
         text = text.translate(_ONE_LINE)
     limit = max_chars if max_chars is not None else (MODEL_MAX_CHARS if for_model else DISPLAY_MAX_CHARS)
     return elide(text, limit)
+
+
+def display_float(value: float) -> str:
+    """``value`` to 15 significant digits, still reading as a float (``2.0``, not ``2``); the
+    shortest repr when that has no more digits (so ``1.0`` and ``1e+20`` read as they always did)."""
+    exact = repr(value)
+    if not math.isfinite(value):
+        return exact
+    text = f"{value:.{DISPLAY_DIGITS}g}"
+    if float(text) == value:
+        return exact
+    return text if "." in text or "e" in text else text + ".0"
 
 
 def elide(text: str, max_chars: int) -> str:

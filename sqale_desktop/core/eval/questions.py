@@ -17,59 +17,19 @@ questions) is still usable, and the skipped count says how much of it was measur
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sqale_desktop.core import json_input
-from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.eval.question_types import EvalQuestion as EvalQuestion
+from sqale_desktop.core.eval.question_types import Format as Format
+from sqale_desktop.core.eval.question_types import QuestionSet as QuestionSet
+from sqale_desktop.core.eval.question_types import QuestionSetError as QuestionSetError
 from sqale_desktop.core.json_input import JsonInputError
 
-Format = Literal["plain", "spider", "bird", "sqale"]
 FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale")
 BIRD_PHRASING = "evidence_supported"
-
-
-class QuestionSetError(KnownError):
-    """A question set that cannot be read; the message says which file and why."""
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    """One question: ``id`` is kept as the source spells it (an int for the plain Spider list)."""
-
-    id: Any
-    db_id: str
-    db_path: Path
-    question: str
-    gold_sql: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        """The id as text: predictions and resumed runs are matched on it."""
-        return str(self.id)
-
-
-@dataclass
-class QuestionSet:
-    """Questions read from ``source`` in ``format``; ``notes`` say what was skipped and why."""
-
-    source: str
-    format: Format
-    questions: list[EvalQuestion]
-    phrasing: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def select(self, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> None:
-        """Keep a random ``sample`` (seeded, in file order) and/or the first ``limit`` questions."""
-        if sample is not None and sample < len(self.questions):
-            chosen = sorted(random.Random(seed).sample(range(len(self.questions)), sample))
-            self.questions = [self.questions[i] for i in chosen]
-        if limit is not None:
-            self.questions = self.questions[:limit]
 
 
 def detect_format(path: Path) -> Format:

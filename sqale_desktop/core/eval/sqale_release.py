@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.eval.questions import EvalQuestion, QuestionSet, QuestionSetError
+from sqale_desktop.core.eval.question_types import EvalQuestion, QuestionSet, QuestionSetError
 
 # Hub ids: Queries repository -> its Schemas repository.
 HUB_PAIRS = {

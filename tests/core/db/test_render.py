@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqale_desktop.core.db.render import DISPLAY_MAX_CHARS, MODEL_MAX_CHARS, render_cell
+from sqale_desktop.core.db.render import DISPLAY_DIGITS, DISPLAY_MAX_CHARS, MODEL_MAX_CHARS, render_cell
 
 cells = st.one_of(
     st.none(),
@@ -22,7 +22,8 @@ def test_known_renderings() -> None:
     assert render_cell(None) == "NULL"
     assert render_cell(None, for_model=True) == "None"
     assert render_cell(b"\x00\x01\x02") == "<blob 3 bytes>"
-    assert render_cell(12.037037037037036) == "12.037037037037036"
+    assert render_cell(12.037037037037036, for_model=True) == "12.037037037037036"
+    assert render_cell(12.037037037037036) == "12.037037037037"  # as the sqlite3 shell prints it
     assert render_cell(1.0) == "1.0"
     assert render_cell(23.9, for_model=True) == "23.9"
     assert render_cell(42) == "42"
@@ -76,3 +77,22 @@ def test_nan_and_infinities_render(value: float) -> None:
         assert text == "nan"
     elif math.isinf(value):
         assert text in {"inf", "-inf"}
+
+
+def test_people_read_money_not_binary_noise() -> None:
+    """Sums of money in binary floats: 15 significant digits for people, the exact double for the model."""
+    assert render_cell(523.0600000000003) == "523.06"
+    assert render_cell(303.9599999999999) == "303.96"
+    assert render_cell(0.1 + 0.2) == "0.3"
+    assert render_cell(523.0600000000003, for_model=True) == "523.0600000000003"
+    assert render_cell(123456789012345.67) == "123456789012346.0"  # still reads as a float
+    assert render_cell(-0.0) == "-0.0" and render_cell(1e20) == "1e+20" and render_cell(5e-324) == "5e-324"
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_displayed_floats_are_the_value_to_15_digits(value: float) -> None:
+    text = render_cell(value)
+    assert float(text) == float(f"{value:.{DISPLAY_DIGITS}g}")
+    assert "." in text or "e" in text  # a float never reads like an integer
+    if float(f"{value:.{DISPLAY_DIGITS}g}") == value:
+        assert text == repr(value)  # nothing to round: the shortest repr, as before
