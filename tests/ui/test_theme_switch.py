@@ -14,10 +14,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from sqale_desktop.ui.chat_widgets import AnswerCard, ThinkingBox
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.palette import apply_theme
-from tests.ui.test_honest_states import settle
-from tests.ui.test_main_window import WindowFactory, make_window, open_page
-
-__all__ = ["make_window"]
+from tests.ui.windows import WindowFactory, open_page, settle
 
 
 def colour_pixels(widget: QWidget, colour: QColor) -> int:
