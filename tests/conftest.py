@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from tests.completion_server import Script
     from tests.core.models.fakehub import FakeHub
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -147,3 +148,12 @@ def fake_hub(hf_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]
         yield hub
     finally:
         hub.stop()
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    """An OpenAI-compatible completion server on 127.0.0.1 (tests/completion_server.py)."""
+    from tests.completion_server import running_server
+
+    with running_server() as running:
+        yield running

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.cli import main
+from tests.completion_server import KEY, Script
 from tests.conftest import smollm2_gguf
-from tests.core.engines.test_openai_http import KEY, Script, server  # noqa: F401 (fixture)
 
 QUESTION = "How many genres are there?"
 SCRIPT = [
@@ -79,7 +79,7 @@ def test_trace_streams_thinking_calls_and_results(
     assert "← list_tables ok" in out
     assert "[5 tool turns left before you must answer]" in out
     assert "sql: SELECT COUNT(*) AS genres FROM Genre" in out
-    assert "genres\n25\n(1 rows)" in out
+    assert "genres\n25\n(1 row)" in out
 
 
 def test_no_answer_exits_with_1(chinook: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,7 +121,7 @@ def test_unreadable_database_or_script_exit_with_1(
 
 def test_ask_over_http_with_the_key_from_the_environment(
     chinook: Path,
-    server: tuple[str, Script],  # noqa: F811
+    server: tuple[str, Script],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -29,7 +29,7 @@ from sqale_desktop.core.history import History
 from sqale_desktop.core.runtime import Built, ModelChoice, resolve
 from sqale_desktop.ui.agent_runner import EpisodeDone, EventItem
 from sqale_desktop.ui.main_window import MainWindow
-from tests.core.engines.test_openai_http import KEY, Script, server  # noqa: F401 (fixture)
+from tests.completion_server import KEY, Script
 
 QUESTION = "How many genres are there?"
 GOLD = "SELECT GenreId FROM Genre"
@@ -83,7 +83,7 @@ def test_window_ask_and_eval_send_the_model_the_same_bytes(
     qtbot: Any,
     chinook: Path,
     tmp_path: Path,
-    server: tuple[str, Script],  # noqa: F811
+    server: tuple[str, Script],
     memory_key: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -144,7 +144,7 @@ def test_window_ask_and_eval_send_the_model_the_same_bytes(
 
 def test_cli_flags_override_the_settings(
     chinook: Path,
-    server: tuple[str, Script],  # noqa: F811
+    server: tuple[str, Script],
     memory_key: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
 from tests.conftest import smollm2_gguf
+from tests.core.engines.sse_server import Stream, serving
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +22,13 @@ def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def smollm2_path() -> Path:
     """SmolLM2-135M-Instruct: a real, trained attention-only model."""
     return smollm2_gguf()
+
+
+@pytest.fixture
+def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Stream], str]]:
+    """Starts a server for a ``Stream``; returns its base URL.  Stopped (and unstalled) at teardown.
+
+    For TLS the client trusts the test CA through ``SSL_CERT_FILE``, as a user with a company CA would.
+    """
+    with serving(tmp_path, monkeypatch.setenv) as start:
+        yield start

@@ -12,14 +12,13 @@ import pytest
 
 from sqale_desktop.core.engines.base import EngineError
 from sqale_desktop.core.engines.openai_http import MAX_CHARS_PER_TOKEN, OpenAIEngine
-from tests.core.engines.test_openai_sse import (  # noqa: F401 (serve is a fixture)
+from tests.core.engines.sse_server import (
     DONE,
     GENEROUS_S,
     SAMPLING,
     Stream,
     chunk,
     event,
-    serve,
 )
 
 
@@ -45,7 +44,7 @@ def _in_thread(work: Callable[[], object]) -> list[BaseException]:
     return errors
 
 
-def test_a_keep_alive_trickle_ends_at_the_completion_deadline(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_a_keep_alive_trickle_ends_at_the_completion_deadline(serve: Callable[[Stream], str]) -> None:
     """Every comment resets the read timeout, so only a deadline on the whole completion ends it."""
     pings: list[bytes | float | threading.Event] = []
     for _ in range(2000):
@@ -56,31 +55,31 @@ def test_a_keep_alive_trickle_ends_at_the_completion_deadline(serve: Callable[[S
     assert str(errors[0]) == f"the server at {url} did not finish the completion within 0.5 s"
 
 
-def test_a_stalled_server_ends_at_the_completion_deadline(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_a_stalled_server_ends_at_the_completion_deadline(serve: Callable[[Stream], str]) -> None:
     url = serve(Stream([event(chunk("first")), threading.Event(), DONE]))
     errors = _in_thread(lambda: _generate(url, deadline_s=0.5))
     assert len(errors) == 1 and "did not finish the completion within 0.5 s" in str(errors[0])
 
 
-def test_a_server_ignoring_max_tokens_is_cut_by_the_client(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_a_server_ignoring_max_tokens_is_cut_by_the_client(serve: Callable[[Stream], str]) -> None:
     url = serve(Stream([event(chunk("word ")) for _ in range(5000)] + [DONE]))
     texts, finish = _generate(url, max_tokens=50)
     assert len(texts) == 50 and finish == "length"
 
 
-def test_one_huge_chunk_is_cut_at_the_character_bound(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_one_huge_chunk_is_cut_at_the_character_bound(serve: Callable[[Stream], str]) -> None:
     url = serve(Stream([event(chunk("x" * 1_000_000)), DONE]))
     texts, finish = _generate(url, max_tokens=50)
     assert len("".join(texts)) == 50 * MAX_CHARS_PER_TOKEN and finish == "length"
 
 
-def test_a_200_of_random_bytes_is_an_error_not_an_empty_answer(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_a_200_of_random_bytes_is_an_error_not_an_empty_answer(serve: Callable[[Stream], str]) -> None:
     noise = random.Random(0).randbytes(8192).replace(b"data", b"xxxx")
     url = serve(Stream([noise]))
     with pytest.raises(EngineError, match=r"malformed response: .*no completion"):
         _generate(url)
 
 
-def test_an_honest_empty_completion_is_still_an_answer(serve: Callable[[Stream], str]) -> None:  # noqa: F811
+def test_an_honest_empty_completion_is_still_an_answer(serve: Callable[[Stream], str]) -> None:
     url = serve(Stream([event(chunk("", "stop")), DONE]))
     assert _generate(url) == ([], "stop")
