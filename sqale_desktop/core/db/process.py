@@ -38,6 +38,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from sqale_desktop.core.db import worker as worker_module
+from sqale_desktop.core.errors import KnownError
 
 # Seconds past the deadline (or a Stop) before the worker is killed: the worker's own backstop
 # interrupts at ``watchdog.GRACE_S``; this leaves it time to answer the normal way first.
@@ -51,8 +52,11 @@ DEFAULT_MEMORY_LIMIT_MB = 2048
 MAX_IDLE = 2
 
 
-class WorkerGone(Exception):
-    """The worker ended under a request: ``reason`` is "timeout", "stopped", "closed" or "crashed"."""
+class WorkerGone(KnownError):
+    """The worker ended under a request: ``reason`` is "timeout", "stopped", "closed" or "crashed".
+
+    ``core.db.link`` turns it into the caller's error (time limit, cancelled, crashed worker); it is
+    a ``KnownError`` like every error family of core, so one that ever escaped reads as a message."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(reason, detail)

@@ -73,6 +73,8 @@ def kind_of(path: Path) -> str | None:
     ``duckdb``, ``folder``), or None for a SQLite database or a file of no known kind."""
     if path.is_dir():
         return "folder"
+    if path.exists() and not path.is_file():
+        return None  # a FIFO or a device: reading it could block; the database path says what it is
     suffixes = [s.lower() for s in path.suffixes[-2:]]
     if not suffixes:
         return None
@@ -89,6 +91,8 @@ def kind_of(path: Path) -> str | None:
 
 
 def _is_duckdb(path: Path) -> bool:
+    if not path.is_file():
+        return False  # never open a FIFO or a device to sniff it: the open blocks
     try:
         with open(path, "rb") as handle:
             return handle.read(12)[8:12] == b"DUCK"
