@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -35,10 +36,12 @@ class Conversations(QObject):
     Signals:
         error(str): a message for the window's banner.
         message(str): a line for the status bar.
+        open_requested(object): the Path of a stored conversation's database to open in a tab.
     """
 
     error = Signal(str)
     message = Signal(str)
+    open_requested = Signal(object)
 
     def __init__(self, history: Any, window: QWidget, pages: Callable[[], list[DatabasePage]]) -> None:
         super().__init__(window)
@@ -132,6 +135,7 @@ class Conversations(QObject):
 
         dialog = ConversationsDialog(self.history, self._window)
         dialog.deleted.connect(self.conversation_deleted)
+        dialog.open_requested.connect(lambda path: self.open_requested.emit(Path(path)))
         dialog.exec()
 
     def conversation_deleted(self, conversation_id: int) -> None:
