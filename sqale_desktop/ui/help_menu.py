@@ -19,26 +19,45 @@ from pathlib import Path
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import QUrl, qVersion
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QMainWindow, QMenu, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from sqale_desktop import __version__
 from sqale_desktop.core import paths
 
-SHORTCUTS: tuple[tuple[str, str], ...] = (
-    ("Ctrl+O", "Open a database"),
-    ("Ctrl+W", "Close the current tab"),
+Keys = QKeySequence.StandardKey | str
+SHORTCUTS: tuple[tuple[Keys, str], ...] = (
+    (QKeySequence.StandardKey.Open, "Open a database"),
+    (QKeySequence.StandardKey.Close, "Close the current tab"),
     ("Ctrl+PgDown", "Next tab"),
     ("Ctrl+PgUp", "Previous tab"),
     ("Enter", "Ask the question (in the question box; Shift+Enter starts a new line)"),
     ("Esc", "Stop the agent and the running query on this tab"),
     ("Ctrl+Enter", "Run the SQL in the editor"),
     ("Ctrl+Shift+C", "Copy the SQL"),
-    ("Ctrl+C", "Copy the selected cells"),
-    ("Ctrl+F", "Filter the schema tree"),
+    (QKeySequence.StandardKey.Copy, "Copy the selected cells"),
+    (QKeySequence.StandardKey.Find, "Filter the schema tree"),
     ("F1", "This help"),
     ("Ctrl+Q", "Quit"),
 )
-"""(keys in QKeySequence's portable text, what they do), in the order the help lists them."""
+"""(keys, what they do), in the order the help lists them: a standard key stands for every
+binding this platform gives it (Close is Ctrl+W and Ctrl+F4 on Linux)."""
+
+
+def bindings(keys: Keys) -> list[QKeySequence]:
+    """The key sequences ``keys`` stands for on this platform."""
+    if isinstance(keys, str):
+        return [QKeySequence(keys)]
+    return list(QKeySequence.keyBindings(keys))
+
 
 HELP_TEXT = """\
 <p>Open a SQLite file (Ctrl+O, drop it on the window, or File → Open Recent); each database has
@@ -78,13 +97,17 @@ def show_log_folder() -> bool:
 
 
 def shortcut_rows() -> str:
-    """The shortcuts as HTML table rows, each key in the platform's own spelling (⌘ on macOS)."""
+    """The shortcuts as HTML table rows, each key in the platform's own spelling (⌘ on macOS).
+
+    A standard key's bindings without a modifier (the keyboard's own Copy or Open key) are left
+    out: a person looks for the combination to press."""
     native = QKeySequence.SequenceFormat.NativeText
-    return "".join(
-        f"<tr><td><b>{html.escape(QKeySequence(keys).toString(native) or keys)}</b></td>"
-        f"<td>{html.escape(what)}</td></tr>"
-        for keys, what in SHORTCUTS
-    )
+    rows = []
+    for keys, what in SHORTCUTS:
+        pressed = [k for k in bindings(keys) if isinstance(keys, str) or k[0].keyboardModifiers()]
+        shown = " or ".join(f"<b>{html.escape(k.toString(native))}</b>" for k in pressed)
+        rows.append(f"<tr><td>{shown}</td><td>{html.escape(what)}</td></tr>")
+    return "".join(rows)
 
 
 def _dialog(parent: QWidget, title: str, text: str, name: str) -> QDialog:
@@ -104,13 +127,20 @@ def _dialog(parent: QWidget, title: str, text: str, name: str) -> QDialog:
 
 
 def show_help(parent: QWidget) -> QDialog:
-    """F1: what the app does in two paragraphs, and every keyboard shortcut."""
-    dialog = _dialog(
-        parent,
-        "SQaLe Desktop Help",
-        HELP_TEXT + f"<h3>Keyboard shortcuts</h3><table cellspacing='4'>{shortcut_rows()}</table>",
-        "helpDialog",
-    )
+    """F1: what the app does in two paragraphs, and every keyboard shortcut (scrollable, so that
+    nothing is cut off however small the screen)."""
+    dialog = QDialog(parent)
+    dialog.setObjectName("helpDialog")
+    dialog.setWindowTitle("SQaLe Desktop Help")
+    browser = QTextBrowser(dialog)
+    browser.setObjectName("helpText")
+    browser.setHtml(HELP_TEXT + f"<h3>Keyboard shortcuts</h3><table cellspacing='4'>{shortcut_rows()}</table>")
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
+    buttons.rejected.connect(dialog.reject)
+    layout = QVBoxLayout(dialog)
+    layout.addWidget(browser, 1)
+    layout.addWidget(buttons)
+    dialog.resize(560, 560)
     dialog.open()  # not exec(): the window stays usable while the help is open
     return dialog
 

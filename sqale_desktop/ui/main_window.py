@@ -181,7 +181,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         open_action = QAction("&Open Database…", self)
-        open_action.setShortcut(QKeySequence.StandardKey.Open)
+        open_action.setShortcuts(QKeySequence.StandardKey.Open)
         open_action.triggered.connect(self.ask_open)
         file_menu.addAction(open_action)
         file_menu.addMenu(self.databases.recent_menu)
@@ -195,12 +195,14 @@ class MainWindow(QMainWindow):
         conversations_action.triggered.connect(self.conversations.show_dialog)
         file_menu.addAction(conversations_action)
         close_action = QAction("&Close Database", self)
-        close_action.setShortcut(QKeySequence.StandardKey.Close)
+        close_action.setShortcuts(QKeySequence.StandardKey.Close)  # Ctrl+W and Ctrl+F4 on Linux
         close_action.triggered.connect(lambda: self.databases.close_tab(self.tabs.currentIndex()))
         file_menu.addAction(close_action)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        # Some platforms' themes bind no key to Quit (the generic one, offscreen): Ctrl+Q there too.
+        quit_keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) or [QKeySequence("Ctrl+Q")]
+        quit_action.setShortcuts(quit_keys)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(quit_action)
         tools = self.menuBar().addMenu("&Tools")

@@ -83,8 +83,6 @@ def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_pa
     for flag in ("--verbose", "-v"):
         assert cli.main([flag, str(tmp_path / "x.db")]) == 7
         assert seen == {"files": [tmp_path / "x.db"], "verbose": True}
-    # Before a command it is still the command's.
-    assert cli.launch_files(["models", "list"], cli.command_names(cli.build_parser())) is None
 
 
 def test_verbose_file_opens_the_window_and_logs_everything(chinook: Path) -> None:

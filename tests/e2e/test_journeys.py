@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QLabel, QPushButton
+from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QLabel, QPushButton, QTextBrowser
 
 from sqale_desktop.core import paths
 from tests.conftest import shared_data
@@ -155,7 +155,7 @@ def test_f1_lists_the_shortcuts_and_about_names_the_versions(
         qtbot.waitUntil(lambda: window.findChild(QDialog, "helpDialog") is not None)
         help_dialog = window.findChild(QDialog, "helpDialog")
         qtbot.waitUntil(help_dialog.isVisible)
-        seen["help"] = " ".join(label.text() for label in help_dialog.findChildren(QLabel))
+        seen["help"] = help_dialog.findChild(QTextBrowser, "helpText").toPlainText()
         help_dialog.grab().save(str(artifacts / "journey_help.png"))
         qtbot.keyClick(help_dialog, Qt.Key.Key_Escape)
         qtbot.waitUntil(lambda: not help_dialog.isVisible())
@@ -168,11 +168,13 @@ def test_f1_lists_the_shortcuts_and_about_names_the_versions(
         dialog.reject()
 
     assert launch(journey) == 0
-    for keys in ("F1", "Ctrl+PgDown", "Ctrl+PgUp", "Esc", "Ctrl+Enter", "Ctrl+O"):
-        assert f"<b>{keys}</b>" in seen["help"], keys
+    for keys, what in (("F1", "This help"), ("Ctrl+PgDown", "Next tab"), ("Esc", "Stop the agent")):
+        assert f"{keys}\n{what}" in seen["help"] or f"{keys}\t{what}" in seen["help"], keys
+    for keys in ("Ctrl+PgUp", "Ctrl+Enter", "Ctrl+O", "Ctrl+W", "Ctrl+Q"):
+        assert keys in seen["help"], keys
     for what in ("SQaLe Desktop", "llama.cpp", "Qt", "Model"):
         assert what in seen["about"]
-    assert "none installed" in seen["about"]  # no model in this settings folder
+    assert "<b>no model installed</b>" in seen["about"]  # no model in this settings folder
 
 
 def test_a_stored_conversation_opens_its_database(
