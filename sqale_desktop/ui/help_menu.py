@@ -134,7 +134,8 @@ def show_help(parent: QWidget) -> QDialog:
     dialog.setWindowTitle("SQaLe Desktop Help")
     browser = QTextBrowser(dialog)
     browser.setObjectName("helpText")
-    browser.setHtml(HELP_TEXT + f"<h3>Keyboard shortcuts</h3><table cellspacing='4'>{shortcut_rows()}</table>")
+    table = f"<table cellspacing='4'>{shortcut_rows()}</table>"
+    browser.setHtml(f"{HELP_TEXT}<h3>Keyboard shortcuts</h3>{table}")
     buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
     buttons.rejected.connect(dialog.reject)
     layout = QVBoxLayout(dialog)
