@@ -104,7 +104,8 @@ def shortcut_rows() -> str:
     native = QKeySequence.SequenceFormat.NativeText
     rows = []
     for keys, what in SHORTCUTS:
-        pressed = [k for k in bindings(keys) if isinstance(keys, str) or k[0].keyboardModifiers()]
+        portable = QKeySequence.SequenceFormat.PortableText
+        pressed = [k for k in bindings(keys) if isinstance(keys, str) or "+" in k.toString(portable)]
         shown = " or ".join(f"<b>{html.escape(k.toString(native))}</b>" for k in pressed)
         rows.append(f"<tr><td>{shown}</td><td>{html.escape(what)}</td></tr>")
     return "".join(rows)
