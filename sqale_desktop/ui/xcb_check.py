@@ -2,11 +2,12 @@
 
 When no platform plugin loads, Qt aborts with a message that can mislead: on Debian 12 it said
 "xcb-cursor0 or libxcb-cursor0 is needed" while that was installed and libxcb-icccm4 and
-libxcb-keysyms1 were missing.  So before the QApplication exists, the app asks the dynamic
+libxcb-keysyms1 were missing (and it says the same when only the display is missing).  So before
+the QApplication exists, the app loads the plugin itself; when that fails it asks the dynamic
 loader what the plugin needs, with the lookup the ``.deb``'s dependency step uses
-(``packaging/build-linux.sh``: ``ldd`` on every library), plus libxcb-cursor, which Qt loads
-only at run time (``dlopen``, invisible to ``ldd``), and says what is missing and which package
-provides it on Debian/Ubuntu, Fedora and Arch.  It only speaks; Qt still decides.
+(``packaging/build-linux.sh``: ``ldd`` on every library).  libxcb-cursor, which Qt loads only at
+run time (``dlopen``, invisible to ``ldd``), is tried too.  It says what is missing and which
+package provides it on Debian/Ubuntu, Fedora and Arch; it only speaks, Qt still decides.
 """
 
 from __future__ import annotations
@@ -82,8 +83,15 @@ def missing_libraries(plugin: Path, runtime_loaded: tuple[str, ...] = RUNTIME_LO
     """What ``plugin`` needs (directly or through the libraries it needs) that the loader cannot
     find, then the run-time loaded libraries that cannot be opened."""
     missing: list[str] = []
+    try:
+        # The loader's own answer, in milliseconds: when the plugin loads, everything it links to is
+        # there (Qt loads these libraries next anyway).  Only a failure pays for ldd's full list.
+        ctypes.CDLL(str(plugin), mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+        loads = True
+    except OSError:
+        loads = False
     ldd = shutil.which("ldd")
-    if ldd is not None:
+    if not loads and ldd is not None:
         try:
             done = subprocess.run([ldd, str(plugin)], capture_output=True, text=True, timeout=20, check=False)
             missing = not_found(done.stdout)
