@@ -23,6 +23,7 @@ from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
+from sqale_desktop.ui.episodes import RECORDED_ENGINE
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,8 @@ class Conversations(QObject):
             if entry.kind == "rerun":
                 continue  # hand-run SQL is listed in the query-history panel, not the chat
             if entry.episode is not None:
-                page.chat.add_episode(EpisodeView.from_record(entry.episode))
+                recording = entry.episode.stats.engine == RECORDED_ENGINE
+                page.chat.add_episode(EpisodeView.from_record(entry.episode, recording=recording))
             else:
                 stub = Episode(
                     question=entry.question or "",

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from sqale_desktop.core.runtime import EngineFactory
 
 RECORDING = "demo_recording.json"
+RECORDED_ENGINE = "recorded demo episode"
+"""What a played recording's episode names as its engine (``stats.engine``): the history keeps the
+recording with the conversation, and this is how a restored one is known for a recording."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ def replay_engine(recording: Recording, delay: float) -> EngineFactory:
     def engine() -> Engine:
         from sqale_desktop.core.engines.replay import ReplayEngine
 
-        return ReplayEngine(recording.completions, chunk_chars=8, delay=delay)
+        class RecordedEngine(ReplayEngine):
+            def describe(self) -> str:
+                return RECORDED_ENGINE
+
+        return RecordedEngine(recording.completions, chunk_chars=8, delay=delay)
 
     return engine

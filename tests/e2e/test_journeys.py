@@ -205,3 +205,31 @@ def test_a_stored_conversation_opens_its_database(
 
     assert launch(journey) == 0
     assert seen["tabs"] == ["shop.sqlite", "chinook.sqlite"]
+
+
+def test_the_recorded_answer_is_still_there_after_a_restart(launch: Any, qtbot: Any, artifacts: Path) -> None:
+    """Issue 20, item 15: watch the recorded answer on the demo, quit, relaunch: it is in the
+    demo's conversation, badged as a recording."""
+    played: dict[str, Any] = {}
+
+    def watch(window: Any) -> None:
+        wait_tabs(qtbot, window, 1)
+        window.recording_delay = 0.0  # the test's pace; the recording is the same
+        page = window.current_page()
+        with qtbot.waitSignal(window.episode_finished, timeout=60_000) as finished:
+            qtbot.mouseClick(page.chat.watch_button, Qt.MouseButton.LeftButton)
+        played["sql"] = finished.args[0].sql
+
+    assert launch(watch) == 0
+    seen: dict[str, Any] = {}
+
+    def look(window: Any) -> None:
+        wait_tabs(qtbot, window, 1)
+        page = window.current_page()
+        seen["episodes"] = [(v.episode.question, v.episode.sql, v.recording) for v in page.chat.episodes]
+        window.grab().save(str(artifacts / "journey_recording_restored.png"))
+
+    assert launch(look) == 0
+    from sqale_desktop.core.demo import DEMO_QUESTIONS
+
+    assert seen["episodes"] == [(DEMO_QUESTIONS[0].question, played["sql"], True)]
