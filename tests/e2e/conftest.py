@@ -70,10 +70,12 @@ def launch(qapp: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch, reset_logging
                 window.activateWindow()  # back in front after a dialog, as a click on it would do
                 qtbot.waitUntil(window.isActiveWindow)
                 qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)  # File → Quit
+            status = 0
             if window.isVisible():  # drive left a modal in the way: the app is to end all the same
                 window.close()
-                qapp.exit(1)
-            # Otherwise the last window closed and Qt ends the event loop itself, as in the real app.
+                status = 1
+            # Not left to "last window closed": a window another test left open would keep it open.
+            qapp.exit(status)
 
         QTimer.singleShot(0, start)
         status = run_app(files=list(files))
