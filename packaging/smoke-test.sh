@@ -7,7 +7,9 @@
 # (no virtual environment), no PYTHONPATH.  Its output is compared with the checkout's
 # (`$PYTHON -m sqale_desktop`, default .venv/bin/python), which also writes the test inputs
 # (the tiny checkpoint needs the test extras).  Each step prints how long it took; any
-# difference or failure exits non-zero.
+# difference or failure exits non-zero.  What is compared never holds a time or a speed: those
+# measure the machine, and two runs of the same program differ in them (`ask` is compared as
+# --json without its seconds and tokens_per_second fields).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -35,11 +37,25 @@ step() {
     STEP_NAME=$1; STEP_START=$now
     echo "== $1"
 }
+timeless() {  # JSON on stdin, printed again without the fields that time the run
+    "$PY" -c 'import json, sys
+MEASURED = {"seconds", "tokens_per_second"}
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in MEASURED}
+    return [strip(v) for v in value] if isinstance(value, list) else value
+print(json.dumps(strip(json.load(sys.stdin)), indent=1, sort_keys=True, ensure_ascii=False))'
+}
 same() {  # same NAME CMD...: the frozen app and the checkout print the same stdout and status
+    # With SAME_FILTER=FUNCTION, each stdout goes through FUNCTION before it is compared.
     local name=$1; shift
     local a b sa=0 sb=0
     a=$(frozen "$@" 2>"$WORK/$name.frozen.err") || sa=$?
     b=$(checkout "$@" 2>"$WORK/$name.checkout.err") || sb=$?
+    if [ -n "${SAME_FILTER:-}" ]; then
+        a=$("$SAME_FILTER" <<<"$a") || fail "$name: the frozen app printed no JSON: $a"
+        b=$("$SAME_FILTER" <<<"$b") || fail "$name: the checkout printed no JSON: $b"
+    fi
     if [ "$a" != "$b" ] || [ $sa != $sb ]; then
         diff <(echo "$b") <(echo "$a") | head -20 >&2 || true
         cat "$WORK/$name.frozen.err" >&2
@@ -70,7 +86,8 @@ same query query --db "$CHINOOK" "SELECT count(*) FROM Track"
 cat > "$WORK/replay.json" <<'EOF'
 ["Tables first.\n</think>\n\n{\"tool\": \"list_tables\"}", "Count them.\n</think>\n\n{\"tool\": \"submit_sql\", \"args\": {\"sql\": \"SELECT COUNT(*) AS genres FROM Genre\"}}"]
 EOF
-same ask ask --db "$CHINOOK" --question "How many genres are there?" --engine replay --replay "$WORK/replay.json"
+SAME_FILTER=timeless same ask ask --db "$CHINOOK" --question "How many genres are there?" \
+    --engine replay --replay "$WORK/replay.json" --json
 
 step "the window opens the database given on the command line (offscreen), then quits via the hook"
 ready=$(window_tabs "${CLEAN_ENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$APP/sqale-desktop" "$CHINOOK")

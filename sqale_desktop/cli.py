@@ -32,7 +32,12 @@ FILES_HELP = """\
 Without a command, opens the desktop app: with the SQLite FILEs given, one tab each (the demo
 database when none is given). An argument that names an existing file is a file even when it is
 also a command's name; use `%(prog)s -- FILE ...` for file names that begin with '-'.
+`%(prog)s --verbose FILE ...` logs everything (DEBUG) to the terminal and the log file.
 Each launch opens its own window."""
+
+
+GLOBAL_FLAGS = ("-v", "--verbose")
+"""The options that apply to the window as well as to the commands (given before either)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_child(args_list[1:])
     parser = build_parser()
-    files = launch_files(args_list, command_names(parser))
+    # The global options before the files (`sqale-desktop --verbose FILE`) are the window's too.
+    window_args = list(args_list)
+    verbose = False
+    while window_args[:1] and window_args[0] in GLOBAL_FLAGS:
+        verbose = True
+        window_args.pop(0)
+    files = launch_files(window_args, command_names(parser))
     if files is not None:
         try:
             from sqale_desktop.ui.app import run_app
@@ -104,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        return run_app(files=[Path(f) for f in files])
+        return run_app(files=[Path(f) for f in files], verbose=verbose)
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help()

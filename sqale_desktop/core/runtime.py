@@ -353,6 +353,11 @@ def _replay(settings: Settings, choice: ModelChoice) -> Built:
     return Built(replay, "replay", model_dir=choice.model_dir)
 
 
+RECORDED_ENGINE = "recorded demo episode"
+"""What the recording's engine calls itself (an episode's ``stats.engine``): the window keeps a
+played recording in its conversation and knows a restored one for a recording by it."""
+
+
 def _recording(settings: Settings, choice: ModelChoice) -> Built:
     """The recorded demo episode: its completions streamed in chunks of 8 characters, ``delay``
     seconds apart (read at a human pace), while every tool call runs on the database now."""
@@ -361,7 +366,11 @@ def _recording(settings: Settings, choice: ModelChoice) -> Built:
     def recording() -> Engine:
         from sqale_desktop.core.engines.replay import ReplayEngine
 
-        engine: Engine = ReplayEngine(completions, chunk_chars=8, delay=delay)
+        class RecordedEngine(ReplayEngine):
+            def describe(self) -> str:
+                return RECORDED_ENGINE
+
+        engine: Engine = RecordedEngine(completions, chunk_chars=8, delay=delay)
         return engine
 
     return Built(recording, "recording", model_dir=choice.model_dir)

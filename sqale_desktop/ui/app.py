@@ -1,10 +1,11 @@
 """The desktop app's entry point: ``run_app()`` builds the QApplication and the main window.
 
 On first run the window opens the bundled demo shop (generated, not downloaded) and, when no
-model is installed, offers the model manager; browsing and SQL work without a model.  Files given
-on the command line (``sqale-desktop FILE...``, what "Open with" runs) open in tabs through the
-window's own open path, so a bad file gets the same message as Ctrl+O; the demo opens only when
-none of them did.
+model is installed, offers the model manager; browsing and SQL work without a model.  Later
+launches reopen the tabs that were open when the app closed.  Files given on the command line
+(``sqale-desktop FILE...``, what "Open with" runs) open in tabs instead, through the window's own
+open path, so a bad file gets the same message as Ctrl+O; the demo opens only when none of them
+(or none of the tabs to restore) did.
 
 ``SQALE_DESKTOP_QUIT_AFTER_SHOWN=1`` is a hook for tests, CI and ``benchmarks/startup.py``: once the
 window is shown the app prints ``{"event": "shown", ...}``, and once the launch's files (or the
@@ -15,6 +16,7 @@ quits, each as one JSON line on stdout.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -30,6 +32,9 @@ from sqale_desktop.core import logs
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.palette import apply_theme
+from sqale_desktop.ui.xcb_check import warn_if_xcb_cannot_load
+
+log = logging.getLogger(__name__)
 
 
 def create_application(argv: Sequence[str] | None = None) -> QApplication:
@@ -58,7 +63,8 @@ QUIT_HOOK_TIMEOUT_S = 120.0
 
 
 class LaunchOpener(QObject):
-    """Opens the launch's files in the window, then the demo if none of them opened.
+    """Opens the launch's files in the window (without files, the tabs open last time), then the
+    demo if none of them opened.
 
     Counts the window's ``database_opened`` / ``open_failed`` signals until every file has been
     answered; ``when_settled`` callbacks run once that is so (and the demo, when it was needed,
@@ -86,7 +92,8 @@ class LaunchOpener(QObject):
         for path in unique:
             window.open_database(path)  # the Ctrl+O path: same checks, same message
         if not unique:
-            self._open_demo()
+            # Last session's tabs (the demo on a first run); each answers like a launch file.
+            self._pending = window.restore_tabs()
 
     def when_settled(self, callback: Any) -> None:
         if self._settled:
@@ -123,7 +130,7 @@ class LaunchOpener(QObject):
     def _settle(self) -> None:
         self._settled = True
         if self.messages:
-            self.window.show_error("\n".join(self.messages))
+            self.window.show_error("\n".join(self.messages), topic="open")
         for callback in self._on_settled:
             callback()
         self._on_settled.clear()
@@ -193,11 +200,16 @@ def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -
     return window
 
 
-def run_app(argv: Sequence[str] | None = None, files: Sequence[Path] = ()) -> int:
-    """Start the desktop app with ``files`` in tabs (the demo if none opens); the exit status."""
+def run_app(argv: Sequence[str] | None = None, files: Sequence[Path] = (), verbose: bool = False) -> int:
+    """Start the desktop app with ``files`` in tabs (without files, the tabs open last time, or the
+    demo on a first run; the demo too if none opens); the exit status.  ``verbose``: everything
+    (DEBUG) is logged to the terminal and the log file, as ``sqale-desktop --verbose`` promises."""
     started = time.perf_counter()
-    logs.configure()
+    logs.configure(verbose=verbose)
+    log.debug("sqale-desktop %s window, files: %s", __version__, [str(f) for f in files] or "none")
     sys.excepthook = logs.log_uncaught  # an exception escaping a slot is a bug: its traceback is logged
+    if QApplication.instance() is None:
+        warn_if_xcb_cannot_load()  # before Qt aborts with a message that may name the wrong library
     # Qt sees only the program name: file names are ours, and one that looks like a Qt option
     # (``-style``) must not be taken as one.
     app = create_application(argv if argv is not None else sys.argv[:1])

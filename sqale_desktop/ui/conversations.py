@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -22,6 +23,7 @@ from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
+from sqale_desktop.ui.episodes import RECORDED_ENGINE
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +37,12 @@ class Conversations(QObject):
     Signals:
         error(str): a message for the window's banner.
         message(str): a line for the status bar.
+        open_requested(object): the Path of a stored conversation's database to open in a tab.
     """
 
     error = Signal(str)
     message = Signal(str)
+    open_requested = Signal(object)
 
     def __init__(self, history: Any, window: QWidget, pages: Callable[[], list[DatabasePage]]) -> None:
         super().__init__(window)
@@ -64,7 +68,8 @@ class Conversations(QObject):
             if entry.kind == "rerun":
                 continue  # hand-run SQL is listed in the query-history panel, not the chat
             if entry.episode is not None:
-                page.chat.add_episode(EpisodeView.from_record(entry.episode))
+                recording = entry.episode.stats.engine == RECORDED_ENGINE
+                page.chat.add_episode(EpisodeView.from_record(entry.episode, recording=recording))
             else:
                 stub = Episode(
                     question=entry.question or "",
@@ -132,6 +137,7 @@ class Conversations(QObject):
 
         dialog = ConversationsDialog(self.history, self._window)
         dialog.deleted.connect(self.conversation_deleted)
+        dialog.open_requested.connect(lambda path: self.open_requested.emit(Path(path)))
         dialog.exec()
 
     def conversation_deleted(self, conversation_id: int) -> None:

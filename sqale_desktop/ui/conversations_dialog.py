@@ -2,7 +2,8 @@
 
 The history store keeps every conversation (``core.history``); without this dialog the only way to
 forget one would be deleting the app's data folder.  Deleting removes its questions, episode traces
-and query history; the database file itself is never touched.
+and query history; the database file itself is never touched.  Open (or a double-click) opens the
+conversation's database in a tab, where the conversation comes back.
 """
 
 from __future__ import annotations
@@ -23,15 +24,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+PATH_ROLE = Qt.ItemDataRole.UserRole + 1
+"""The item's database file."""
+
 
 class ConversationsDialog(QDialog):
-    """The list (most recently active first) and Delete.
+    """The list (most recently active first), Open and Delete.
 
     Signals:
         deleted(int): a conversation's id, after it was deleted from the store.
+        open_requested(str): the database file of the conversation to open (the dialog closes).
     """
 
     deleted = Signal(int)
+    open_requested = Signal(str)
 
     def __init__(self, history: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -41,7 +47,13 @@ class ConversationsDialog(QDialog):
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.delete_button = QPushButton("Delete…", self)
         self.delete_button.clicked.connect(lambda: self.delete_selected())
+        self.open_button = QPushButton("Open", self)
+        self.open_button.setToolTip("Open this conversation's database in a tab")
+        self.open_button.clicked.connect(lambda: self.open_selected())
+        self.list.itemDoubleClicked.connect(lambda _item: self.open_selected())
+        self.list.itemSelectionChanged.connect(self._selection_changed)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.addButton(self.open_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(self.delete_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
@@ -58,8 +70,23 @@ class ConversationsDialog(QDialog):
             item = QListWidgetItem(f"{conversation.title}  —  last used {when}")
             item.setToolTip(conversation.db_path)
             item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+            item.setData(PATH_ROLE, conversation.db_path)
             self.list.addItem(item)
         self.delete_button.setEnabled(self.list.count() > 0)
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        self.open_button.setEnabled(len(self.list.selectedItems()) == 1)
+
+    def open_selected(self) -> str | None:
+        """Open the selected conversation's database (the dialog closes); its path, or None."""
+        items = self.list.selectedItems()
+        if len(items) != 1:
+            return None
+        path = str(items[0].data(PATH_ROLE))
+        self.open_requested.emit(path)
+        self.accept()
+        return path
 
     def delete_selected(self, confirm: bool = True) -> int:
         """Delete the selected conversations; returns how many."""

@@ -67,6 +67,9 @@ class DatabaseTabs(QObject):
         # An imported page's source (a CSV, a workbook, a folder): its tab, the recent list and
         # the restored tabs name the source, not the copy in the cache.
         self._sources: dict[DatabasePage, ImportResult] = {}
+        # The tabs being restored, in the order they had: they open in parallel, and each takes
+        # its old place among the others rather than the order their jobs happen to end in.
+        self._restore_order: list[Path] = []
         self._closed = False
         self.recent_menu = QMenu("Open &Recent", window)
         tabs.tabCloseRequested.connect(self.close_tab)
@@ -96,7 +99,7 @@ class DatabaseTabs(QObject):
                     "Stop it there or wait for its answer."
                 )
             elif not has_engine:
-                reason = "No model installed: Tools → Models… to download one."
+                reason = "No model installed: Tools → Model Manager… downloads one."
             else:
                 reason = ""
             page.chat.set_ask_enabled(has_engine and running is None, reason)
@@ -117,7 +120,11 @@ class DatabaseTabs(QObject):
     def open_job(self, make_path: Any, what: str) -> None:
         """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns."""
         self.message.emit(f"Preparing {what}…")
-        self._pool.start(make_path, finished=self.open_database, failed=lambda exc: self.error.emit(str(exc)))
+        self._pool.start(make_path, finished=self.open_database, failed=self._preparing_failed)
+
+    def _preparing_failed(self, exc: BaseException) -> None:
+        self.error.emit(str(exc))
+        self.open_failed.emit(str(exc))  # the open it was for is answered, as a file's failure is
 
     def open_database(self, path: Path) -> None:
         """Open ``path`` on the pool; a database already open is brought to the front."""
@@ -170,7 +177,9 @@ class DatabaseTabs(QObject):
         if imported is not None:
             self._sources[page] = imported
         self.page_created.emit(page)
-        index = self._tabs.addTab(page, imported.source.name if imported else db.name)
+        index = self._tabs.insertTab(
+            self._restored_index(path), page, imported.source.name if imported else db.name
+        )
         self._tabs.setTabToolTip(index, imported.details() if imported else str(db.path))
         self._tabs.setCurrentIndex(index)
         self._tabs.show()
@@ -182,24 +191,45 @@ class DatabaseTabs(QObject):
         if imported is not None:
             self.message.emit(imported.summary + (" (imported before, unchanged)" if imported.reused else ""))
 
+    def _restored_index(self, path: Path) -> int:
+        """Where a tab goes: after the restored tabs that came before it, else at the end."""
+        rank = self._rank(path)
+        if rank is None:
+            return self._tabs.count()
+        before = 0
+        for page in self.pages():
+            other = self._rank(self.source_of(page))
+            if other is not None and other < rank:
+                before += 1
+        return before
+
+    def _rank(self, path: Path) -> int | None:
+        return next((i for i, saved in enumerate(self._restore_order) if _same_file(saved, path)), None)
+
     def _open_failed(self, path: Path, exc: BaseException) -> None:
         self._opening.pop(path, None)
         self.error.emit(f"Could not open {path.name}: {exc}")
         self.open_failed.emit(str(exc))
 
-    def restore_tabs(self) -> None:
-        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
-        saved = [Path(p) for p in self._settings().open_databases]
-        if not saved:
-            self.open_demo()
-            return
+    def restore_tabs(self) -> int:
+        """Reopen the tabs that were open when the app closed, in their order; on a first run, the
+        demo shop.  Returns how many opens started: each ends in ``opened`` or ``open_failed``."""
         from sqale_desktop.core.demo import is_demo_database
 
+        saved: list[Path] = []
+        for entry in self._settings().open_databases:
+            if not any(_same_file(Path(entry), seen) for seen in saved):
+                saved.append(Path(entry))
+        if not saved:
+            self.open_demo()
+            return 1
+        self._restore_order = saved
         for path in saved:
             if is_demo_database(path):
                 self.open_demo()  # regenerated when the app's demo changed
             else:
                 self.open_database(path)
+        return len(saved)
 
     def refresh_recent_menu(self) -> None:
         settings = self._settings()

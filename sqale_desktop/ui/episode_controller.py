@@ -67,9 +67,9 @@ class EpisodeController(QObject):
         """
         recording = runtime is not None and runtime.kind == "recording"
         entry_id = None
-        # A recording is a demonstration, not the user's conversation: it is not kept in the history
-        # (restored, it would read as the model's own answer).
-        if self.history is not None and page.conversation_id is not None and not recording:
+        # A recording is kept too (it stays in its conversation after a restart); its engine names
+        # it (ui.episodes.RECORDED_ENGINE), so that it comes back badged as a recording.
+        if self.history is not None and page.conversation_id is not None:
             try:
                 entry_id = self.history.add_question(page.conversation_id, question)
             except Exception as exc:  # history trouble must not stop the question

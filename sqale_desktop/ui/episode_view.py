@@ -299,10 +299,15 @@ class EpisodeView(QFrame):
     # restored -----------------------------------------------------------------------------
     @classmethod
     def from_record(
-        cls, episode: Episode, elapsed: float | None = None, parent: QWidget | None = None
+        cls,
+        episode: Episode,
+        elapsed: float | None = None,
+        parent: QWidget | None = None,
+        recording: bool = False,
     ) -> EpisodeView:
-        """Rebuild a finished episode from its stored trace (no payloads: results show as text)."""
-        view = cls(episode.question, parent)
+        """Rebuild a finished episode from its stored trace (no payloads: results show as text);
+        ``recording``: the demo's recorded episode, badged as such again."""
+        view = cls(episode.question, parent, recording=recording)
         last = len(episode.turns)
         for number, turn in enumerate(episode.turns, start=1):
             final = turn.final

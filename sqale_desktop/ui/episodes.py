@@ -11,7 +11,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqale_desktop.core import runtime
+
 RECORDING = "demo_recording.json"
+# What a played recording's episode names as its engine (``stats.engine``): the history keeps the
+# recording with the conversation, and this is how a restored one is known for a recording.  The
+# runtime's recording engine says it, so it is defined there.
+RECORDED_ENGINE = runtime.RECORDED_ENGINE
 
 
 @dataclass(frozen=True)

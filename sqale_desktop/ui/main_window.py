@@ -55,6 +55,8 @@ from sqale_desktop.ui.workers import TaskPool
 EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
 """Settings -> (engine factory or None, status-bar description, episode function)."""
 
+MODEL_MANAGER_ACTION = "Model &Manager…"
+"""The Tools menu's entry for the model manager: every message names it "Tools → Model Manager…"."""
 MODEL_AFFECTING = ("engine", "server_url", "model_id", "gpu_layers", "n_threads", "n_ctx")
 """Settings that change the loaded engine; any other change (theme, limits, rows, sampling) keeps it."""
 RECORDING_DELAY_S = 0.03
@@ -109,6 +111,8 @@ class MainWindow(QMainWindow):
         self.episodes.finished.connect(self._episode_finished)
         self._closed = False
         self.has_engine = engine_factory is not None
+        self.engine_description = "none installed" if engine_factory is None else "not loaded yet"
+        """The model in use as the status bar first names it (About shows it)."""
         self.recording_delay = RECORDING_DELAY_S
 
         self._build_ui()
@@ -119,7 +123,7 @@ class MainWindow(QMainWindow):
         if not self.has_engine:
             self.status.engine_state("failed", "none installed")
             self.status.model_label.setToolTip(
-                "No model is installed: Tools → Models… downloads one. SQL works meanwhile."
+                "No model is installed: Tools → Model Manager… downloads one. SQL works meanwhile."
             )
 
     # layout ---------------------------------------------------------------------------------
@@ -144,7 +148,7 @@ class MainWindow(QMainWindow):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         # Notices about the model (not one of the agents, context above its training) concern every
         # tab; messages about one database live on that tab (DatabasePage.banners).
-        self.model_banners = BannerStack(central)
+        self.model_banners = BannerStack(central, compact=True)
         layout.addWidget(self.banner)
         layout.addWidget(self.model_banners)
         layout.addWidget(self.offer)
@@ -166,12 +170,13 @@ class MainWindow(QMainWindow):
         self.databases.page_created.connect(self._connect_page)
         self.databases.opened.connect(self._page_opened)
         self.databases.closing.connect(self._page_closing)
-        self.databases.error.connect(self.show_error)
+        self.databases.error.connect(lambda text: self.show_error(text, topic="open"))
         self.databases.open_failed.connect(self.open_failed)
         self.databases.message.connect(self.show_message)
         self.conversations = Conversations(self.history, self, self.pages)
         self.conversations.error.connect(self.show_error)
         self.conversations.message.connect(self.show_message)
+        self.conversations.open_requested.connect(self.open_database)
         self.model_advice = ModelAdvice(self.pool, self.model_banners, lambda: self.settings, self)
         self.model_advice.checked.connect(self.model_checked)
         self._model_info: Any = None  # the chosen model's GGUF metadata, for the context figure
@@ -181,7 +186,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         open_action = QAction("&Open Database…", self)
-        open_action.setShortcut(QKeySequence.StandardKey.Open)
+        open_action.setShortcuts(QKeySequence.StandardKey.Open)
         open_action.triggered.connect(self.ask_open)
         file_menu.addAction(open_action)
         file_menu.addMenu(self.databases.recent_menu)
@@ -195,25 +200,36 @@ class MainWindow(QMainWindow):
         conversations_action.triggered.connect(self.conversations.show_dialog)
         file_menu.addAction(conversations_action)
         close_action = QAction("&Close Database", self)
-        close_action.setShortcut(QKeySequence.StandardKey.Close)
+        close_action.setShortcuts(QKeySequence.StandardKey.Close)  # Ctrl+W and Ctrl+F4 on Linux
         close_action.triggered.connect(lambda: self.databases.close_tab(self.tabs.currentIndex()))
         file_menu.addAction(close_action)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        # Some platforms' themes bind no key to Quit (the generic one, offscreen): Ctrl+Q there too.
+        quit_keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) or [QKeySequence("Ctrl+Q")]
+        quit_action.setShortcuts(quit_keys)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(quit_action)
         tools = self.menuBar().addMenu("&Tools")
         settings_action = QAction("&Settings…", self)
         settings_action.triggered.connect(self.show_settings)
         tools.addAction(settings_action)
-        models_action = QAction("&Models…", self)
-        models_action.triggered.connect(self.show_models)
+        models_action = QAction(MODEL_MANAGER_ACTION, self)
+        models_action.setObjectName("model_manager")
+        models_action.triggered.connect(lambda: self.show_models())
         tools.addAction(models_action)
         self.stop_action = QAction("S&top", self)
         self.stop_action.triggered.connect(lambda: self.stop())
         tools.addAction(self.stop_action)
-        add_help_menu(self)
+        # Window-wide, as in browsers and editors: the editor and the grid have no use for them.
+        for keys, step in (("Ctrl+PgDown", 1), ("Ctrl+PgUp", -1)):
+            QShortcut(
+                QKeySequence(keys),
+                self,
+                lambda s=step: self.switch_tab(s),
+                context=Qt.ShortcutContext.WindowShortcut,
+            )
+        add_help_menu(self, lambda: self.engine_description)
 
     # databases ------------------------------------------------------------------------------
     def pages(self) -> list[DatabasePage]:
@@ -241,9 +257,10 @@ class MainWindow(QMainWindow):
     def open_demo(self) -> None:
         self.databases.open_demo()
 
-    def restore_tabs(self) -> None:
-        """Reopen the tabs that were open when the app closed; on a first run, the demo shop."""
-        self.databases.restore_tabs()
+    def restore_tabs(self) -> int:
+        """Reopen the tabs that were open when the app closed; on a first run, the demo shop.
+        Returns how many opens started (each ends in ``database_opened`` or ``open_failed``)."""
+        return self.databases.restore_tabs()
 
     def _connect_page(self, page: DatabasePage) -> None:
         """A new tab's page: its questions come to the agent, its SQL runs to the history."""
@@ -251,8 +268,8 @@ class MainWindow(QMainWindow):
         page.chat.stop_requested.connect(lambda p=page: self.stop(p))
         page.chat.watch_requested.connect(lambda p=page: self.watch_recording(p))
         page.chat.set_recording_available(page.is_demo)
-        page.copied.connect(lambda _t: self.show_message("Copied to the clipboard."))
-        page.damaged.connect(self.show_message)
+        page.copied.connect(lambda _t, p=page: self.show_message("Copied to the clipboard.", p))
+        page.damaged.connect(lambda text, p=page: self.show_message(text, p))
         page.sql.user_ran.connect(
             lambda sql, rows, error, ms, p=page: self.conversations.record_rerun(p, sql, rows, error, ms)
         )
@@ -264,8 +281,8 @@ class MainWindow(QMainWindow):
         self.conversations.restore(page)
         self.model_advice.large_schema_hint(page)
         self._refresh_ask_state()
-        if not self.episodes.busy:  # a running episode's state stays in the status bar
-            self.show_message(f"Opened {page.db.name}: {len(schema.visible())} tables and views.")
+        self.banner.clear_topic("open")  # a file opened: an earlier "Could not open" is answered
+        self.show_message(f"Opened {page.db.name}: {len(schema.visible())} tables and views.", page)
         self.database_opened.emit(page)
 
     def _page_closing(self, page: DatabasePage) -> None:
@@ -275,7 +292,14 @@ class MainWindow(QMainWindow):
     def _tab_changed(self, _index: int) -> None:
         page = self.current_page()
         self.setWindowTitle(f"{page.db.name} — SQaLe Desktop" if page is not None else "SQaLe Desktop")
+        self.status.set_current(page)  # that tab's news and context figure, never another's
         self._refresh_ask_state()
+
+    def switch_tab(self, step: int) -> None:
+        """Ctrl+PageDown / Ctrl+PageUp: the next or previous tab, wrapping around."""
+        count = self.tabs.count()
+        if count > 1:
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % count)
 
     # drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -320,7 +344,7 @@ class MainWindow(QMainWindow):
         self.status.clear_context()
         recording = runtime is not None and runtime.kind == "recording"
         what = "Playing the recorded answer" if recording else "The agent is working"
-        self.show_message(f"{what} in {page.db.name}…")  # never the last episode's "Stopped."
+        self.show_message(f"{what} in {page.db.name}…", page)  # never the last episode's "Stopped."
         self._refresh_ask_state()
         return episode_id
 
@@ -335,7 +359,7 @@ class MainWindow(QMainWindow):
         running = self.running_page()
         if running is not None and running is page:
             self.runner.stop()
-            self.show_message("Stopping…")
+            self.show_message("Stopping…", page)
         elif running is not None:
             self.show_message(
                 f"The agent is answering in {running.db.name}; Stop (or Esc) on that tab stops it."
@@ -363,20 +387,24 @@ class MainWindow(QMainWindow):
             sql = episode.sql
             QTimer.singleShot(0, self, lambda: None if self._closed else page.open_sql(sql))
         if error:
-            self.show_message(f"The episode could not run: {error}")
+            self.show_message(f"The episode could not run: {error}", page)
         elif episode is not None:
             prefix = "Recording: " if recording else ""
-            self.show_message(prefix + ended_by_status(episode.ended_by))
+            self.show_message(prefix + ended_by_status(episode.ended_by), page)
         self.episode_finished.emit(episode)
 
     def _refresh_ask_state(self) -> None:
-        self.databases.show_agent_state(self.running_page(), self.has_engine)
+        running = self.running_page()
+        if running is not None:  # its context figure belongs to it, also once the episode ended
+            self.status.context_about = running
+        self.databases.show_agent_state(running, self.has_engine)
 
     def set_engine_factory(
         self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None
     ) -> None:
         """Use another engine (settings changed, a model was installed); loads on next use."""
         self.has_engine = factory is not None
+        self.engine_description = description or ("none installed" if factory is None else "not loaded yet")
         self.runner.set_engine_factory(factory, episode_fn)
         if factory is None:
             self.status.engine_state("failed", "no model installed")
@@ -393,13 +421,17 @@ class MainWindow(QMainWindow):
         return self.conversations.clear(page or self.current_page(), confirm)
 
     # messages -------------------------------------------------------------------------------
-    def show_error(self, text: str) -> None:
-        """An error that concerns no tab in particular (a file that did not open, the settings)."""
-        self.banner.show_text(text)
+    def show_error(self, text: str, topic: str = "") -> None:
+        """An error that concerns no tab in particular (a file that did not open, the settings).
+
+        ``topic`` "open": a file that did not open; the next file that opens takes it away.
+        """
+        self.banner.show_text(text, topic)
         self.show_message(text)
 
-    def show_message(self, text: str) -> None:
-        self.status.show_text(text)
+    def show_message(self, text: str, about: DatabasePage | None = None) -> None:
+        """A line in the status bar; ``about``: the tab it concerns (shown while that tab is current)."""
+        self.status.show_text(text, about)
 
     def _save_settings(self) -> None:
         try:

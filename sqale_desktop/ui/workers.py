@@ -106,7 +106,13 @@ class _Runnable(QRunnable):
         self._pool = pool
 
     def run(self) -> None:
-        self._pool._started(self._context)
+        if not self._pool._started(self._context):
+            # The pool is shutting down: the job never starts and reports no result (the window
+            # that would receive it is closing); ``done`` still releases its signals object.
+            self._context.finished = True
+            self._pool._forget(self._context)
+            self._signals.done.emit()
+            return
         try:
             result = self._job(self._context)
         except BaseException as exc:  # every worker reports everything; nothing dies silently
@@ -136,6 +142,9 @@ class TaskPool(QObject):
         # Jobs handed to Qt that no thread has picked up yet: shutdown takes them back.
         self._queued: dict[JobContext, _Runnable] = {}
         self._alive: set[WorkerSignals] = set()
+        # Set (under the lock) when shutdown begins: from then on no job starts, whether a thread
+        # picks it up from the queue or someone calls start() while the window closes.
+        self._closing = False
         register_thread_owner(self)
 
     def start(
@@ -145,9 +154,20 @@ class TaskPool(QObject):
         failed: Callable[[BaseException], None] | None = None,
         progress: Callable[[Any], None] | None = None,
     ) -> JobContext:
-        """Queue ``job``; the callbacks run on the UI thread (connected before the job starts)."""
+        """Queue ``job``; the callbacks run on the UI thread (connected before the job starts).
+
+        After :meth:`shutdown` the job is not queued: its context comes back cancelled and
+        finished, and none of the callbacks ever runs (a reply delivered while the window closes,
+        such as an opened file, must not start work that outlives the window).
+        """
         signals = WorkerSignals()
         context = JobContext(signals)
+        with self._lock:
+            closing = self._closing
+        if closing:
+            context.request_cancel()
+            context.finished = True
+            return context
         if finished is not None:
             signals.finished.connect(finished)
         if failed is not None:
@@ -164,9 +184,11 @@ class TaskPool(QObject):
         self._pool.start(runnable)
         return context
 
-    def _started(self, context: JobContext) -> None:
+    def _started(self, context: JobContext) -> bool:
+        """A thread picked the job up: True when it may run (the pool is not shutting down)."""
         with self._lock:
             self._queued.pop(context, None)
+            return not self._closing
 
     def _forget(self, context: JobContext) -> None:
         with self._lock:
@@ -198,21 +220,31 @@ class TaskPool(QObject):
             context.request_cancel()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Cancel every job, drop queued ones and wait for running ones; True when all ended.
+        """Stop starting jobs, drop queued ones, cancel running ones and wait for them; True when
+        all ended.
 
-        A dropped job never runs, so it is marked finished and forgotten here (``QThreadPool.clear``
+        The closing flag is set first, under the lock a thread takes before it starts a job: a
+        thread that the cancelled job frees finds it set and does not start a queued one.  A
+        dropped job never runs, so it is marked finished and forgotten (``QThreadPool.clear``
         would drop it silently and leave it counted as running, its page busy for ever).
         """
+        with self._lock:
+            self._closing = True
+            queued = list(self._queued.items())
+        if shiboken6.isValid(self._pool):
+            for context, runnable in queued:
+                if self._pool.tryTake(runnable):  # False: a thread has it; it sees the flag and skips
+                    self._drop(context)
         self.cancel_all()
         if not shiboken6.isValid(self._pool):
             return True
-        with self._lock:
-            queued = list(self._queued.items())
-        for context, runnable in queued:
-            if self._pool.tryTake(runnable):  # False: a thread took it meanwhile; it ends cancelled
-                self._started(context)
-                context.finished = True
-                self._forget(context)
-                with self._lock:
-                    self._alive.discard(context.signals)
         return bool(self._pool.waitForDone(timeout_ms))
+
+    def _drop(self, context: JobContext) -> None:
+        """A queued job taken back: it never runs, so nothing will emit its ``done``."""
+        context.request_cancel()
+        context.finished = True
+        with self._lock:
+            self._queued.pop(context, None)
+            self._running.discard(context)
+            self._alive.discard(context.signals)

@@ -68,8 +68,9 @@ def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
     seen: dict[str, Any] = {}
 
-    def fake_run_app(argv: Any = None, files: Any = ()) -> int:
+    def fake_run_app(argv: Any = None, files: Any = (), verbose: bool = False) -> int:
         seen["files"] = list(files)
+        seen["verbose"] = verbose
         return 7
 
     monkeypatch.setattr(app_mod, "run_app", fake_run_app)
@@ -77,7 +78,33 @@ def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_pa
     db.write_bytes(b"")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["models", str(tmp_path / "x.db")]) == 7
-    assert seen["files"] == [Path("models"), tmp_path / "x.db"]
+    assert seen == {"files": [Path("models"), tmp_path / "x.db"], "verbose": False}
+    # The global option before the files is the window's too (issue 20, item 15).
+    for flag in ("--verbose", "-v"):
+        assert cli.main([flag, str(tmp_path / "x.db")]) == 7
+        assert seen == {"files": [tmp_path / "x.db"], "verbose": True}
+
+
+def test_verbose_file_opens_the_window_and_logs_everything(chinook: Path) -> None:
+    """`sqale-desktop --verbose FILE`: the window opens FILE and the terminal gets DEBUG lines."""
+    import json
+    import os
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SQALE_DESKTOP_QUIT_AFTER_SHOWN="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "sqale_desktop", "--verbose", str(chinook)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [e["event"] for e in events] == ["shown", "ready"]
+    assert events[1]["tabs"] == [str(chinook)]
+    assert "DEBUG" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_help_lists_the_file_usage_next_to_the_commands() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from sqale_desktop.ui.banners import ErrorBanner, ModelOffer
 
@@ -40,3 +40,59 @@ def test_the_offer_asks_for_the_download_or_goes_away(qtbot: Any) -> None:
         button(offer, "Download the model…").click()
     button(offer, "Later").click()
     assert offer.isHidden()
+
+
+def test_a_long_message_wraps_and_never_widens_its_window(qtbot: Any) -> None:
+    """Issue 20, item 2: an unbroken path and a many-line report, in a 600 px window."""
+    from sqale_desktop.ui.banners import MAX_LINES, BannerStack
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    layout = QVBoxLayout(window)
+    error = ErrorBanner(window)
+    stack = BannerStack(window)
+    layout.addWidget(error)
+    layout.addWidget(stack)
+    window.resize(600, 300)
+    window.show()
+    path = "/home/someone/" + "a_folder_whose_name_never_ends_" * 8 + "shop.sqlite"
+    report = "\n".join(f"row {i} missing from index sqlite_autoindex_notes_{i}" for i in range(40))
+    error.show_text(f"Could not open {path}: not a database")
+    banner = stack.show_banner("damaged", f"shop.sqlite is damaged:\n{report}", "error")
+    qtbot.waitUntil(lambda: banner.details.isVisible())
+    assert window.minimumSizeHint().width() <= 600 and window.width() == 600
+    assert error.text().endswith("not a database")  # the whole message, though shown wrapped
+    assert banner.text().endswith("sqlite_autoindex_notes_39")
+    assert banner.label.toolTip().startswith("shop.sqlite is damaged")  # the whole text on hover
+    assert len(QLabel.text(banner.label).splitlines()) == MAX_LINES  # what is shown: cut, with "…"
+    assert QLabel.text(banner.label).endswith("…")
+
+
+def test_compact_banners_are_one_line_each(qtbot: Any) -> None:
+    """Issue 20, item 13: the two model banners in a 1024 px window take one line each."""
+    from sqale_desktop.ui.banners import BannerStack
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    stack = BannerStack(window, compact=True)
+    QVBoxLayout(window).addWidget(stack)
+    window.resize(1024, 400)
+    window.show()
+    fitness = stack.show_banner(
+        "fitness",
+        "my-model.gguf is not one of the SQaLe agents (architecture llama, a chat template without "
+        "tool calls; the agents are Qwen3.5-2B, architecture qwen35). It was not trained for this tool "
+        "protocol and will most likely answer nothing. Tools → Model Manager… downloads a SQaLe agent.",
+        "warning",
+        ("Models…", lambda: None),
+    )
+    stack.show_banner(
+        "context",
+        "The context is set to 16,384 tokens, above the 8,192 SQaLe was trained for; the engine is "
+        "given 8,192 (Settings → Context sets it).",
+        "warning",
+    )
+    qtbot.waitUntil(lambda: fitness.details.isVisible())
+    line = fitness.label.fontMetrics().height()
+    assert stack.sizeHint().height() <= 2 * (line + 16)
+    assert fitness.label.toolTip().startswith("my-model.gguf is not one")

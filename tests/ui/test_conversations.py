@@ -114,3 +114,28 @@ def test_without_a_history_nothing_is_restored_or_kept(qtbot: Any, chinook: Path
         conversations.show_dialog()  # no store: no dialog to block the test
     finally:
         close(page, pool)
+
+
+def test_the_stored_conversations_dialog_opens_one(
+    qtbot: Any, chinook: Path, northwind: Path, tmp_path: Path
+) -> None:
+    """Issue 20, item 15: pick a conversation, click Open (or double-click): its database is asked for."""
+    from PySide6.QtCore import Qt
+
+    from sqale_desktop.ui.conversations_dialog import ConversationsDialog
+
+    history = History(tmp_path / "h.sqlite")
+    for path in (chinook, northwind):
+        history.conversation_for(path.resolve(), title=path.name)
+    dialog = ConversationsDialog(history)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert not dialog.open_button.isEnabled()  # nothing picked yet
+    item = dialog.list.findItems("northwind.sqlite", Qt.MatchFlag.MatchStartsWith)[0]
+    rect = dialog.list.visualItemRect(item)
+    qtbot.mouseClick(dialog.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert dialog.open_button.isEnabled()
+    with qtbot.waitSignal(dialog.open_requested, timeout=1_000) as opened:
+        qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
+    assert opened.args == [str(northwind.resolve())]
+    assert dialog.result() == dialog.DialogCode.Accepted

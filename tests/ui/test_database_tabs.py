@@ -123,7 +123,7 @@ def test_the_tab_the_agent_works_in_is_marked_and_the_others_say_why_ask_waits(
     harness.tabs.show_agent_state(None, has_engine=False)
     assert [harness.tab_widget.tabText(i) for i in range(2)] == [chinook.name, northwind.name]
     assert second.chat.watch_button.isEnabled() and not second.chat.ask_button.isEnabled()
-    assert second.chat.live.text() == "No model installed: Tools → Models… to download one."
+    assert second.chat.live.text() == "No model installed: Tools → Model Manager… downloads one."
     harness.tabs.show_agent_state(None, has_engine=True)
     assert first.chat.ask_button.isEnabled() and second.chat.ask_button.isEnabled()
 

@@ -27,3 +27,38 @@ def test_help_menu_opens_the_log_folder(qtbot: Any, tmp_path: Path, monkeypatch:
     action.trigger()
     assert [Path(u.toLocalFile()) for u in opened] == [paths.log_dir()]
     assert window.shutdown()
+
+
+def test_every_shortcut_of_the_window_is_in_the_help(qtbot: Any, chinook: Path, tmp_path: Path) -> None:
+    """The help's table is written for people; this keeps it from falling behind the window."""
+    from PySide6.QtGui import QKeySequence, QShortcut
+
+    from sqale_desktop.ui.help_menu import SHORTCUTS, bindings
+
+    window = MainWindow(Settings(), None, history=History(tmp_path / "history.sqlite"))
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.database_opened, timeout=20_000):
+        window.open_database(chinook)  # a tab brings the grid's, the editor's and the tree's own
+    portable = QKeySequence.SequenceFormat.PortableText
+    keys = {k.toString(portable) for a in window.findChildren(QAction) for k in a.shortcuts()}
+    keys |= {s.key().toString(portable) for s in window.findChildren(QShortcut)}
+    keys.discard("")
+    listed = {k.toString(portable) for keys, _what in SHORTCUTS for k in bindings(keys)}
+    assert keys <= listed, keys - listed
+    assert {"F1", "Ctrl+PgDown", "Ctrl+PgUp", "Esc"} <= keys
+    assert window.shutdown()
+
+
+def test_about_names_the_versions(qtbot: Any, tmp_path: Path) -> None:
+    from PySide6 import __version__ as pyside
+
+    from sqale_desktop import __version__
+    from sqale_desktop.ui.help_menu import versions
+
+    rows = dict(versions("SQaLe Q4_K_M (local CPU)"))
+    assert rows["SQaLe Desktop"] == __version__
+    assert rows["Model"] == "SQaLe Q4_K_M (local CPU)"
+    assert pyside in rows["Qt"]
+    import llama_cpp  # the test extras install it; About must not need to import it
+
+    assert rows["llama.cpp (llama-cpp-python)"] == llama_cpp.__version__

@@ -119,3 +119,35 @@ def test_settings_are_read_when_the_check_runs(qtbot: Any) -> None:
             advice.check()
     finally:
         assert pool.shutdown()
+
+
+def test_the_two_model_banners_are_compact_in_a_narrow_window(
+    qtbot: Any, tmp_path: Any, artifacts: Any
+) -> None:
+    """Issue 20, item 13: in a 1024x700 window the fitness and context banners took ~100 px; one
+    elided line each now (the whole text in the tooltip and behind Details…)."""
+    from sqale_desktop.core.history import History
+    from sqale_desktop.ui.main_window import MainWindow
+
+    window = MainWindow(Settings(), None, history=History(tmp_path / "history.sqlite"))
+    qtbot.addWidget(window)
+    window.resize(1024, 700)
+    window.show()
+    with qtbot.waitSignal(window.model_advice.checked):
+        window.model_advice.show_info(SMALL_LLAMA, None, 16384)
+    stack = window.model_banners
+    qtbot.waitUntil(lambda: set(stack.texts()) == {"fitness", "context"})
+    fitness, context = stack.banner("fitness"), stack.banner("context")
+    assert fitness is not None and context is not None
+    # Laid out: both shown, one under the other, the stack as tall as the two.
+    qtbot.waitUntil(
+        lambda: context.isVisible()
+        and context.geometry().top() > fitness.geometry().bottom()
+        and stack.height() >= fitness.height() + context.height()
+    )
+    assert fitness.details.isVisible()
+    assert fitness.label.toolTip() == window.model_banners.texts()["fitness"]
+    window.grab().save(str(artifacts / "model_banners_1024.png"))
+    assert stack.height() <= 60, stack.height()
+    assert window.width() == 1024
+    assert window.shutdown()

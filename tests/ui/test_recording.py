@@ -85,9 +85,13 @@ def test_watching_the_recording_plays_to_submit_sql_and_the_real_grid(
     window.grab().save(str(artifacts / "recording_1024x700.png"))
 
 
-def test_a_recording_is_not_kept_in_the_conversation_history(
+def test_a_recording_is_kept_in_the_conversation_as_a_recording(
     qtbot: Any, window: MainWindow, tmp_path: Path
 ) -> None:
+    """Issue 20, item 15: the played recording stays in the demo's conversation, known as one
+    (its engine says so), so that a restart shows it badged as a recording, not as the model's."""
+    from sqale_desktop.ui.episodes import RECORDED_ENGINE
+
     window.recording_delay = 0.0
     with qtbot.waitSignal(window.database_opened, timeout=60_000) as blocker:
         window.open_demo()
@@ -95,4 +99,6 @@ def test_a_recording_is_not_kept_in_the_conversation_history(
     with qtbot.waitSignal(window.episode_finished, timeout=30_000):
         page.chat.watch_button.click()
     assert window.history is not None and page.conversation_id is not None
-    assert window.history.entries(page.conversation_id) == []
+    (entry,) = window.history.entries(page.conversation_id)
+    assert entry.episode is not None and entry.episode.stats.engine == RECORDED_ENGINE
+    assert entry.episode.ended_by == "submit_sql"

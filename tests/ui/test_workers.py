@@ -66,6 +66,41 @@ def test_shutdown_forgets_the_jobs_it_drops(qtbot: Any) -> None:
     assert ran == []
 
 
+def test_a_thread_freed_during_shutdown_starts_no_queued_job(qtbot: Any) -> None:
+    """The race CI met: the cancelled job's thread picks up a queued job before shutdown takes it
+    back.  Here Qt's tryTake is made to lose that race every time (as if the thread had the job
+    already); the closing flag, set before anything is cancelled, still keeps the job from running."""
+    pool = TaskPool(max_threads=1)
+    started = threading.Event()
+
+    def wait_for_cancel(ctx: Any) -> None:
+        started.set()
+        ctx.cancel.wait(30)
+
+    ran: list[str] = []
+    done: list[bool] = []
+    pool.start(wait_for_cancel)
+    assert started.wait(5)
+    queued = pool.start(lambda _ctx: ran.append("ran"), finished=lambda _r: done.append(True))
+    pool._pool.tryTake = lambda _runnable: False  # a thread "already has it": it must not run it
+    assert pool.shutdown(5_000)
+    assert ran == [] and done == []
+    assert queued.finished and queued.cancelled and pool.active_jobs() == 0 and not pool.is_busy()
+
+
+def test_nothing_starts_after_shutdown(qtbot: Any) -> None:
+    """A reply delivered while the window closes (a file that opened) may call start(): the job does
+    not run, so it cannot emit into objects that are being deleted (issue 20, item 14)."""
+    pool = TaskPool()
+    assert pool.shutdown()
+    ran: list[str] = []
+    failures: list[BaseException] = []
+    context = pool.start(lambda _ctx: ran.append("ran"), failed=failures.append)
+    assert context.finished and context.cancelled
+    assert pool.active_jobs() == 0 and not pool.is_busy() and pool.wait(1_000)
+    assert ran == [] and failures == []
+
+
 def test_merge_deltas_keeps_order_and_boundaries() -> None:
     items: list[Any] = [
         EventItem(1, TextDelta(1, "a", "think")),

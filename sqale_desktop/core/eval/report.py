@@ -214,8 +214,10 @@ def charts(summary: RunSummary) -> dict[str, bytes]:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     acc = [100 * c.accuracy for c in summary.conditions]
-    low = [100 * (c.accuracy - c.ci[0]) for c in summary.conditions]
-    high = [100 * (c.ci[1] - c.accuracy) for c in summary.conditions]
+    # At 0 % and 100 % the interval's bound and the accuracy are equal up to rounding, and a
+    # difference of -1e-16 is a negative error bar, which matplotlib refuses: clamp at zero.
+    low = [max(0.0, 100 * (c.accuracy - c.ci[0])) for c in summary.conditions]
+    high = [max(0.0, 100 * (c.ci[1] - c.accuracy)) for c in summary.conditions]
     ax.bar(names, acc, yerr=[low, high], capsize=6, color="#4472c4")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)

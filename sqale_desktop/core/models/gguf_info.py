@@ -278,7 +278,7 @@ def fitness_warning(info: GgufInfo, source_checkpoint: str | None = None) -> str
     return (
         f"{label} is not one of the SQaLe agents (architecture {what}, {template}; the agents are "
         f"Qwen3.5-2B, architecture {SQALE_ARCHITECTURE}). It was not trained for this tool protocol "
-        "and will most likely answer nothing. Models → Model manager downloads a SQaLe agent."
+        "and will most likely answer nothing. Tools → Model Manager… downloads a SQaLe agent."
     )
 
 

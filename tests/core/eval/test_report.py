@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sqale_desktop import cli
 from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.base import EngineError
 from sqale_desktop.core.eval.conditions import Condition
 from sqale_desktop.core.eval.harness import EvalRun, RunOptions
 from sqale_desktop.core.eval.questions import EvalQuestion, load_question_set
@@ -103,3 +105,58 @@ def test_not_a_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         summarise(tmp_path)
     assert cli.main(["eval", "report", str(tmp_path)]) == 1
     assert "not a run folder" in capsys.readouterr().err
+
+
+def _one_run(tmp_path: Path, questions: list[EvalQuestion], engine_for: Any) -> Path:
+    run_dir = tmp_path / "run"
+    run = EvalRun(
+        run_dir,
+        engine_for,
+        AgentProtocol(),
+        RunOptions(condition=Condition("gold")),
+        cache=tmp_path / "cache",
+    )
+    list(run.run(questions))
+    (run_dir / "run.json").write_text(json.dumps({"settings": {"condition": "gold"}}), encoding="utf-8")
+    return run_dir
+
+
+def _broken_engine(_question: EvalQuestion, _index: int) -> Any:
+    raise EngineError("the model file is unreadable")
+
+
+@pytest.mark.parametrize(
+    ("case", "count", "expected_row", "expected_mix"),
+    [
+        ("all right", 12, "| gold | 12 | 100.0 % (12/12) | 75.8–100.0 % |", "submit_sql 12"),
+        ("all wrong", 12, "| gold | 12 | 0.0 % (0/12) | 0.0–24.2 % |", "submit_sql 12"),
+        ("one question", 1, "| gold | 1 | 100.0 % (1/1) | 20.7–100.0 % |", "submit_sql 1"),
+        ("every episode errored", 3, "| gold | 3 | 0.0 % (0/3) | 0.0–56.1 % |", "error 3"),
+    ],
+)
+def test_report_at_the_edges(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    count: int,
+    expected_row: str,
+    expected_mix: str,
+) -> None:
+    """0 % and 100 % (the Wilson bound equals the accuracy up to rounding: no negative error bar),
+    one question, and a run in which no episode could run: `eval report` writes every file."""
+    questions = load_question_set(shared_data("text2sql/spider/questions.json")).questions[:count]
+    if case == "every episode errored":
+        engine_for: Any = _broken_engine
+    else:
+        right = case != "all wrong"
+        engine_for = replay_engine_for(
+            lambda q: [submit_completion(q.gold_sql if right else "SELECT 'wrong'")]
+        )
+    run_dir = _one_run(tmp_path, questions, engine_for)
+    assert cli.main(["eval", "report", str(run_dir)]) == 0, capsys.readouterr().err
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert expected_row in text and f"- gold: {expected_mix}" in text
+    images = sorted(p.name for p in (run_dir / "report_files").iterdir())
+    assert "accuracy.png" in images and len(images) == 7
+    assert all((run_dir / "report_files" / name).read_bytes().startswith(b"\x89PNG") for name in images)
+    assert (run_dir / "report.html").read_text(encoding="utf-8").count("data:image/png;base64,") == 7
