@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtWidgets import QMenu, QTabWidget, QWidget
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QMenu, QProgressBar, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.imports import ImportResult, resolve_database
+from sqale_desktop.core.imports import ImportProgress, ImportResult, resolve_database
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.workers import JobContext, TaskPool
@@ -149,11 +149,35 @@ class DatabaseTabs(QObject):
                 raise
 
         self.message.emit(f"Opening {path.name}…")
+        # A data file is imported first, which can take a while: from its first progress report
+        # (only imports report progress) its tab shows how far it is and a Stop button, until the
+        # database is open or the import failed or was stopped.
+        importing: list[_ImportingTab] = []
+
+        def report(p: ImportProgress) -> None:
+            self.message.emit(p.line())
+            if not importing and not self._closed:
+                importing.append(_ImportingTab(path.name, self.stop_opening))
+                self._tabs.setCurrentIndex(self._tabs.addTab(importing[0], path.name))
+                self._tabs.show()
+                self._empty.hide()
+            for tab in importing:
+                tab.show_progress(p)
+
+        def done(then: Callable[[], None]) -> None:
+            for tab in importing:
+                self._tabs.removeTab(self._tabs.indexOf(tab))
+                tab.deleteLater()
+                if self._tabs.count() == 0:
+                    self._tabs.hide()
+                    self._empty.show()
+            then()
+
         self._opening[path] = self._pool.start(
             job,
-            finished=lambda result: self._opened(path, *result),
-            failed=lambda exc: self._open_failed(path, exc),
-            progress=lambda p: self.message.emit(p.line()),
+            finished=lambda result: done(lambda: self._opened(path, *result)),
+            failed=lambda exc: done(lambda: self._open_failed(path, exc)),
+            progress=report,
         )
 
     def stop_opening(self) -> None:
@@ -287,6 +311,29 @@ class DatabaseTabs(QObject):
             return  # closing the window closes tabs; they are to come back next time
         self._settings().open_databases = [str(self.source_of(page)) for page in self.pages()]
         self._save_settings()
+
+
+class _ImportingTab(QWidget):
+    """The tab of a data file while it is imported: what has been read so far, and Stop."""
+
+    def __init__(self, name: str, stop: Callable[[], None]) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        self.label = QLabel(f"Importing {name}…", self)
+        self.bar = QProgressBar(self)
+        self.bar.setRange(0, 1000)
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the import; nothing of it is kept")
+        self.stop_button.clicked.connect(stop)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.stop_button, alignment=Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(1)
+
+    def show_progress(self, progress: ImportProgress) -> None:
+        self.label.setText(progress.line())
+        self.bar.setValue(round(progress.fraction * 1000))
 
 
 def _same_file(a: Path, b: Path) -> bool:

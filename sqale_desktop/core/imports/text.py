@@ -18,6 +18,7 @@ import codecs
 import csv
 import gzip
 import io
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -290,15 +291,13 @@ def _batches(
         pending: list[list[str]] = list(first)
         width = len(table.headers)
         while True:
-            for row in reader:
-                pending.append(row)
-                if len(pending) >= BATCH_ROWS:
-                    break
+            # Per-row work in Python is what limits the speed, so there is none: the rows are taken
+            # with islice(), blank lines (empty lists) dropped with filter() and the widest row found
+            # with map(), all of which loop in C.
+            pending.extend(itertools.islice(reader, max(0, BATCH_ROWS - len(pending))))
             if not pending:
                 break
-            # Per-row work in Python is what limits the speed: blank lines out and the widest row
-            # found with comprehensions and map(), which run in C.
-            batch: list[list[str | None]] = [r for r in pending if r]  # type: ignore[misc]
+            batch: list[list[str | None]] = list(filter(None, pending))  # type: ignore[arg-type]
             pending = []
             longest = max(map(len, batch), default=0)
             if longest > width:

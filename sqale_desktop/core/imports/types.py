@@ -49,6 +49,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
 }
 _REAL_COMMA_PATTERN = _lines(_REAL_COMMA)
 _NINETEEN_DIGITS = re.compile(r"(?m)^-?[0-9]{19}$")
+_SIXTEEN_DIGITS = re.compile(r"[0-9]{16}")
 _INT64_MAX = 2**63 - 1
 
 
@@ -68,7 +69,7 @@ class ColumnGuess:
     def update(self, cells: Sequence[str | None]) -> None:
         if not self.candidates:
             return
-        values = [c for c in cells if c]
+        values = list(filter(None, cells))
         if not values:
             return
         self.seen_value = True
@@ -76,7 +77,7 @@ class ColumnGuess:
         if joined.count("\n") != len(values) - 1:  # a cell with a line break in it
             self.candidates = []
             return
-        kept = []
+        kept: list[str] = []
         for kind in self.candidates:
             if kind == REAL and self.decimal_comma and "," in joined:
                 if "." not in joined and _REAL_COMMA_PATTERN.fullmatch(joined):
@@ -85,6 +86,14 @@ class ColumnGuess:
                 continue
             if kind == REAL and self.comma_seen:
                 continue  # a column cannot use both the comma and the point
+            if kind == REAL and INTEGER in kept:
+                # Integers are REAL unless one has more than 15 digits: a search, not a second match.
+                if _SIXTEEN_DIGITS.search(joined) is None:
+                    kept.append(kind)
+                continue
+            if kind == DATETIME and DATE in kept:
+                kept.append(kind)  # a date is a DATETIME without its time
+                continue
             if _PATTERNS[kind].fullmatch(joined) is None:
                 continue
             if kind == INTEGER and not _fits_int64(joined):
