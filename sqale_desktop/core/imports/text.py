@@ -182,15 +182,17 @@ def detect_encoding(sample: bytes) -> str:
     return guess
 
 
-def sniff_delimiter(text: str, suffix: str) -> str:
-    """The delimiter that cuts the sample's lines into the same number (>1) of fields most often."""
+def sniff_delimiter(text: str, suffix: str) -> str | None:
+    """The delimiter that cuts the sample's lines into the same number (>1) of fields most often;
+    None when none cuts them into two or more."""
     if suffix in (".tsv", ".tab"):
         return "\t"
     lines = text.splitlines(keepends=True)
     if len(lines) > 1:
         lines = lines[:-1]  # the sample's last line may be cut in the middle
     head = "".join(lines[:200])
-    best, best_score = ",", -1.0
+    best: str | None = None
+    best_score = -1.0
     for delimiter in DELIMITERS:
         try:
             counts = [len(r) for r in csv.reader(io.StringIO(head, newline=""), delimiter=delimiter) if r]
@@ -217,7 +219,15 @@ def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -
     codec = encoding or detect_encoding(sample)
     text_sample = sample.decode(codec, errors="replace")
     suffix = _inner_suffix(path)
-    delimiter = sniff_delimiter(text_sample, suffix)
+    sniffed = sniff_delimiter(text_sample, suffix)
+    if sniffed is None and suffix == ".txt":
+        # A .txt is a table only when its lines split into columns; prose is not one (a .csv of a
+        # single column is, so it keeps the comma).
+        raise ImportFailed(
+            f"{path.name} is plain text with no column delimiter (, ; tab |): "
+            "not a SQLite database, and not a table to import."
+        )
+    delimiter = sniffed or ","
     stream, counter = open_bytes(path)
     text = io.TextIOWrapper(stream, encoding=codec, newline="", errors="strict")
     reader = csv.reader(text, delimiter=delimiter)

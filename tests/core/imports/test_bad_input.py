@@ -25,6 +25,15 @@ def test_a_binary_file_named_csv(tmp_path: Path) -> None:
     _fails(path, "is not a text file")
 
 
+def test_prose_in_a_txt_is_not_a_table_but_a_one_column_csv_is(tmp_path: Path) -> None:
+    prose = tmp_path / "notes.txt"
+    prose.write_text("this is not a database\n" * 10)
+    _fails(prose, "plain text with no column delimiter")
+    column = tmp_path / "names.csv"
+    column.write_text("name\nAda\nGrace\n")
+    assert import_source(column).tables[0].rows == 2
+
+
 def test_a_parquet_file_named_csv(files: Path, tmp_path: Path) -> None:
     path = tmp_path / "data.csv"
     path.write_bytes((files / "parquet/duckdb__userdata1.parquet").read_bytes())
