@@ -89,6 +89,14 @@ EOF
 SAME_FILTER=timeless same ask ask --db "$CHINOOK" --question "How many genres are there?" \
     --engine replay --replay "$WORK/replay.json" --json
 
+step "data files import in the frozen app as in the checkout (CSV, workbook, Parquet, DuckDB)"
+FILES=$(cd "$ROOT/../shared/data/files" && pwd)
+TABLES="SELECT name, type FROM sqlite_schema ORDER BY name"
+same import_csv query --db "$FILES/csv/fivethirtyeight__pollster-ratings-2019.csv" "$TABLES"
+same import_ods query --db "$FILES/excel/calamine__any_sheets.ods" "$TABLES"
+same import_parquet query --db "$FILES/parquet/duckdb__userdata1.parquet" "SELECT count(*) FROM duckdb__userdata1"
+same import_duckdb query --db "$FILES/duckdb/jaffle_shop.duckdb" "$TABLES"
+
 step "the window opens the database given on the command line (offscreen), then quits via the hook"
 ready=$(window_tabs "${CLEAN_ENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$APP/sqale-desktop" "$CHINOOK")
 echo "   | $ready"
