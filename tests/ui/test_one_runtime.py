@@ -26,7 +26,7 @@ from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.eval.harness import read_episodes
 from sqale_desktop.core.eval.replay import submit_completion
 from sqale_desktop.core.history import History
-from sqale_desktop.core.runtime import Built, ModelChoice, resolve
+from sqale_desktop.core.runtime import RECORDED_ENGINE, Built, ModelChoice, resolve
 from sqale_desktop.ui.agent_runner import EpisodeDone, EventItem
 from sqale_desktop.ui.main_window import MainWindow
 from tests.completion_server import KEY, Script
@@ -228,4 +228,5 @@ def test_ask_records_its_episode_in_the_history_unless_no_log(
 def test_the_recording_is_an_engine_of_the_runtime_table() -> None:
     runtime = resolve(settings_mod.Settings(), ModelChoice("recording", completions=("a", "b"), delay=0.0))
     assert runtime.kind == "recording" and runtime.factory is not None
-    assert runtime.factory().describe() == "replay (2 scripted turns)"
+    # The recording's engine names itself so the window knows a restored episode for a recording.
+    assert runtime.factory().describe() == RECORDED_ENGINE

@@ -112,7 +112,8 @@ def _one_run(tmp_path: Path, questions: list[EvalQuestion], engine_for: Any) -> 
     run = EvalRun(
         run_dir,
         engine_for,
-        AgentProtocol(),
+        episode_fn(Settings(), AgentProtocol()),
+        lambda path: open_tool_database(path, Settings().query_time_limit_s),
         RunOptions(condition=Condition("gold")),
         cache=tmp_path / "cache",
     )
