@@ -1,28 +1,33 @@
 # Set-up and everyday commands. `make run` and `make test` do all the set-up on a fresh machine.
 #
-# llama-cpp-python has no binary wheel on PyPI, so it is built from source once (5-6 minutes on
-# 2 cores) and the wheel is kept in a cache folder keyed by its version and CMAKE_ARGS: pip's own
-# wheel cache ignores CMAKE_ARGS, so a CPU wheel could silently be reused for a GPU build (or a
-# native one for a portable one).  The default is portable: GGML_NATIVE=OFF, because a native build
-# crashes in ggml's AMX matmul on some CPUs.  GPU users: make run CMAKE_ARGS="-DGGML_CUDA=on".
+# llama-cpp-python has no binary wheel on PyPI, so it is built from source once and the wheel is
+# kept in a cache folder keyed by its version, CMAKE_ARGS and the patch scripts: pip's own wheel
+# cache ignores CMAKE_ARGS, so a wheel built with other flags could silently be reused.
+#
+# One build serves the checkout (`make run`, `make test`), the package and `make gpu-test`: ggml's
+# dynamic backends (GGML_BACKEND_DL), i.e. the CPU backend once per x86 micro-architecture level
+# (GGML_CPU_ALL_VARIANTS, trimmed by packaging/llama_cpp_backends.py, which leaves out the AMX
+# variant that crashed here) and the Vulkan backend, each its own library that the app loads at run
+# time (sqale_desktop/core/engines/llama/backends.py): the best CPU kernels and a GPU when there is
+# one, with no rebuild.  GGML_NATIVE=OFF: a native build crashes in ggml's AMX matmul on some CPUs.
+# CUDA adds to it: make run CMAKE_ARGS="$(DEFAULT_CMAKE_ARGS) -DGGML_CUDA=on" (packaging/README.md).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LLAMA_VERSION := 0.3.36
-CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+DEFAULT_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_VULKAN=ON
+CMAKE_ARGS ?= $(DEFAULT_CMAKE_ARGS)
+BUILD_PATCHES := packaging/llama_cpp_backends.py packaging/llama_cpp_vulkan_compat.py
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sqale-desktop/wheels
-WHEEL_KEY := $(shell printf '%s' "llama-cpp-python==$(LLAMA_VERSION)|$(CMAKE_ARGS)" | sha256sum | cut -c1-16)
+WHEEL_KEY := $(shell { printf '%s' "llama-cpp-python==$(LLAMA_VERSION)|$(CMAKE_ARGS)"; cat $(BUILD_PATCHES); } | sha256sum | cut -c1-16)
 WHEEL_DIR := $(WHEEL_CACHE)/$(WHEEL_KEY)
 
-# GPU backends: what each needs to build (Debian package names; README "GPU offload" lists the
-# others).  The Vulkan wheel is also what `make gpu-test` runs on Mesa's software Vulkan driver
-# (lavapipe), so every offload code path runs for real on a machine without a GPU.
+# GPU backends: what each needs to build and run (Debian package names; README "GPU offload" lists
+# the others).  `make gpu-test` runs the build on Mesa's software Vulkan driver (lavapipe), so every
+# offload code path runs for real on a machine without a GPU.
 VULKAN_BUILD_DEPS := libvulkan-dev glslc spirv-headers
 VULKAN_RUN_DEPS := mesa-vulkan-drivers
-VULKAN_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_VULKAN=on
-VULKAN_KEY := $(shell printf '%s' "llama-cpp-python==$(LLAMA_VERSION)|$(VULKAN_CMAKE_ARGS)" | sha256sum | cut -c1-16)
-VULKAN_LIB := $(WHEEL_CACHE)/$(VULKAN_KEY)/lib
 # Installs Debian packages when they are missing: as root, or through sudo, or says what to install.
 APT_INSTALL = if dpkg -s $(1) >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); \
@@ -44,50 +49,38 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
-# A Vulkan build is made from the unpacked sdist with packaging/llama_cpp_vulkan_compat.py applied
-# (Debian 12's Vulkan headers predate an extension ggml-vulkan uses; the script says why).
+# The wheel is built from the unpacked sdist with the patch scripts applied (each says why):
+# packaging/llama_cpp_backends.py (which CPU variants, and installing them into the wheel) and
+# packaging/llama_cpp_vulkan_compat.py (Debian 12's Vulkan headers predate an extension ggml uses).
 llama-wheel: $(VENV)/bin/python
 	@if ! ls $(WHEEL_DIR)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
-		echo "Building llama-cpp-python $(LLAMA_VERSION) with CMAKE_ARGS='$(CMAKE_ARGS)' (about 5 minutes)"; \
-		rm -rf $(WHEEL_DIR).tmp $(WHEEL_DIR).src && mkdir -p $(WHEEL_DIR).tmp && \
-		case "$(CMAKE_ARGS)" in \
-		*GGML_VULKAN=[oO][nN]*) \
-			$(MAKE) --no-print-directory gpu-deps CMAKE_ARGS="$(CMAKE_ARGS)" && \
-			mkdir -p $(WHEEL_DIR).src && \
-			$(BIN)/python -m pip download --no-deps --no-binary :all: -d $(WHEEL_DIR).src \
-				"llama-cpp-python==$(LLAMA_VERSION)" && \
-			tar xzf $(WHEEL_DIR).src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(WHEEL_DIR).src && \
-			$(BIN)/python packaging/llama_cpp_vulkan_compat.py $(WHEEL_DIR).src/llama_cpp_python-$(LLAMA_VERSION) && \
-			source="$(WHEEL_DIR).src/llama_cpp_python-$(LLAMA_VERSION)" ;; \
-		*) source="llama-cpp-python==$(LLAMA_VERSION)" ;; \
-		esac && \
-		CMAKE_ARGS="$(CMAKE_ARGS)" $(BIN)/python -m pip wheel --no-deps --no-cache-dir \
-			-w $(WHEEL_DIR).tmp "$$source" && \
-		rm -rf $(WHEEL_DIR) $(WHEEL_DIR).src && mv $(WHEEL_DIR).tmp $(WHEEL_DIR); \
+		echo "Building llama-cpp-python $(LLAMA_VERSION) with CMAKE_ARGS='$(CMAKE_ARGS)'"; \
+		started=$$(date +%s) && \
+		$(MAKE) --no-print-directory gpu-deps CMAKE_ARGS="$(CMAKE_ARGS)" && \
+		rm -rf $(WHEEL_DIR).tmp $(WHEEL_DIR).src && mkdir -p $(WHEEL_DIR).tmp $(WHEEL_DIR).src && \
+		$(BIN)/python -m pip download --no-deps --no-binary :all: -d $(WHEEL_DIR).src \
+			"llama-cpp-python==$(LLAMA_VERSION)" && \
+		tar xzf $(WHEEL_DIR).src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(WHEEL_DIR).src && \
+		source="$(WHEEL_DIR).src/llama_cpp_python-$(LLAMA_VERSION)" && \
+		$(BIN)/python packaging/llama_cpp_backends.py "$$source" && \
+		$(BIN)/python packaging/llama_cpp_vulkan_compat.py "$$source" && \
+		CMAKE_ARGS="$(CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-$$(nproc)} \
+			$(BIN)/python -m pip wheel --no-deps --no-cache-dir -w $(WHEEL_DIR).tmp "$$source" && \
+		rm -rf $(WHEEL_DIR) $(WHEEL_DIR).src && mv $(WHEEL_DIR).tmp $(WHEEL_DIR) && \
+		echo "llama-cpp-python built in $$(( $$(date +%s) - started )) s"; \
 	fi
 
 # The build tools the chosen backend needs (CUDA and Metal toolchains are not apt packages).
 gpu-deps:
-	@case "$(CMAKE_ARGS)" in \
-	*GGML_VULKAN=[oO][nN]*) $(call APT_INSTALL,$(VULKAN_BUILD_DEPS)) ;; \
-	*GGML_CUDA=[oO][nN]*) command -v nvcc >/dev/null || { echo "CUDA: install NVIDIA's CUDA toolkit (nvcc on PATH)"; exit 1; } ;; \
-	*) echo "gpu-deps: nothing to install for CMAKE_ARGS='$(CMAKE_ARGS)'" ;; \
-	esac
+	@case "$(CMAKE_ARGS)" in *GGML_VULKAN=[oO][nN]*) $(call APT_INSTALL,$(VULKAN_BUILD_DEPS)) ;; esac
+	@case "$(CMAKE_ARGS)" in *GGML_CUDA=[oO][nN]*) command -v nvcc >/dev/null || \
+		{ echo "CUDA: install NVIDIA's CUDA toolkit (nvcc on PATH)"; exit 1; } ;; esac
 
-# The offload tests on the Vulkan build, run on lavapipe: the Vulkan wheel's libraries are loaded in
-# place of the CPU build's (LLAMA_CPP_LIB_PATH, llama-cpp-python's own override), and
-# GGML_VK_VISIBLE_DEVICES=0 makes ggml use the software device, which it skips by default.
-$(VULKAN_LIB)/.extracted: | $(VENV)/bin/python
-	$(MAKE) --no-print-directory llama-wheel CMAKE_ARGS="$(VULKAN_CMAKE_ARGS)"
-	rm -rf $(VULKAN_LIB) && mkdir -p $(VULKAN_LIB)
-	$(BIN)/python -c "import sys, zipfile, pathlib; w = zipfile.ZipFile(next(pathlib.Path(sys.argv[1]).glob('*.whl'))); \
-		[pathlib.Path(sys.argv[2], pathlib.PurePosixPath(n).name).write_bytes(w.read(n)) for n in w.namelist() \
-		 if n.startswith('llama_cpp/lib/') and not n.endswith('/')]" $(dir $(VULKAN_LIB)) $(VULKAN_LIB)
-	touch $@
-
-gpu-test: $(VENV)/.test-installed $(VULKAN_LIB)/.extracted
+# The offload tests on lavapipe, with the app's own build: GGML_VK_VISIBLE_DEVICES=0 makes ggml use
+# the software device, which it skips by default (it is slower than the CPU backend).
+gpu-test: $(VENV)/.test-installed
 	@$(call APT_INSTALL,$(VULKAN_RUN_DEPS))
-	LLAMA_CPP_LIB_PATH=$(VULKAN_LIB) GGML_VK_VISIBLE_DEVICES=0 SQALE_DESKTOP_EXPECT_GPU=1 \
+	GGML_VK_VISIBLE_DEVICES=0 SQALE_DESKTOP_EXPECT_GPU=1 \
 		$(BIN)/python -m pytest -p no:cacheprovider tests/core/engines/test_gpu_offload.py
 
 # The stamp names the build flags, so `make run CMAKE_ARGS=...` with other flags installs that wheel.

@@ -21,6 +21,10 @@ DECODE_SECONDS = 6.0
 def probe(path: str, threads: int) -> dict[str, float]:
     import llama_cpp
 
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()  # the app's build has dynamic backends: register them first
+
     llm = llama_cpp.Llama(
         path, n_ctx=1024, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=128, verbose=False
     )

@@ -457,6 +457,10 @@ def bare_llama(path: Path, n_ctx: int, threads: int) -> Any:
     """llama-cpp-python on its own, every thread fixed (no governor)."""
     import llama_cpp
 
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()  # the app's build has dynamic backends: register them first
+
     return llama_cpp.Llama(
         str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_ubatch=128, n_batch=512,
         verbose=False,

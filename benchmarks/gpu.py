@@ -122,6 +122,10 @@ def main() -> int:
 
     import llama_cpp
 
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()  # the app's build has dynamic backends: register them first
+
     path = benchmark_model(args.quick, args.model)
     devices = offload.offload_devices() or []
     footprint = offload.read_footprint(path)

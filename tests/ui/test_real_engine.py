@@ -61,7 +61,11 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
         "no_answer",
         "submit_sql",
     )
-    assert window.status.model_label.text() == "Model loaded · local CPU"
+    # What a person reads: where it runs, the CPU kernels in use and why not on a GPU.
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    cpu = load_backends().cpu_label
+    assert window.status.model_label.text().startswith(f"Model loaded · local CPU ({cpu}; ")
     # Loading showed real progress (reading the file, then llama.cpp), not only a busy indicator.
     assert len(load_progress) > 1 and load_progress == sorted(load_progress)
     assert load_progress[-1] == 1000 and window.status.model_progress.maximum() == 1000

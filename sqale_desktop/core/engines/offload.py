@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import re
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.engines.llama import native_log
+from sqale_desktop.core.engines.llama import backends, native_log
 from sqale_desktop.core.units import MIB, format_bytes
 
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h)
@@ -63,35 +61,20 @@ class OffloadDevice:
         )
 
 
-def _library_folder() -> Path:
-    """Where ``llama_cpp`` loads its shared libraries from (its ``lib/``, or LLAMA_CPP_LIB_PATH)."""
-    import llama_cpp
-
-    override = os.environ.get("LLAMA_CPP_LIB_PATH")
-    return Path(override) if override else Path(llama_cpp.__file__).parent / "lib"
-
-
 def _ggml() -> ctypes.CDLL | None:
     """The loaded ``libggml`` (opening an already loaded file returns the same handle).
 
     It holds the device registry (``ggml_backend_dev_count/get``); the per-device calls live in
     ``libggml-base``, which ``dlsym`` reaches through the handle's dependencies.
     """
-    import llama_cpp  # noqa: F401  (loads the libraries; the device registry lives in them)
-
-    folder = _library_folder()
-    names = {
-        "linux": ["libggml.so"],
-        "darwin": ["libggml.dylib"],
-        "win32": ["ggml.dll"],
-    }.get(sys.platform, ["libggml.so"])
-    for name in names:
-        candidate = folder / name
-        if candidate.exists():
-            library = ctypes.CDLL(str(candidate))
-            _declare(library)
-            return library
-    return None
+    # Registers the dynamic backends first (a GGML_BACKEND_DL build has no device until then), and
+    # opens the copy of libggml that libllama uses (backends.ggml_path says why it matters).
+    candidate = backends.ggml_path(backends.load_backends().folder)
+    if not candidate.exists():
+        return None
+    library = ctypes.CDLL(str(candidate))
+    _declare(library)
+    return library
 
 
 def _declare(library: ctypes.CDLL) -> None:

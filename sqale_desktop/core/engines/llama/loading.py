@@ -22,6 +22,7 @@ from typing import Any, Literal
 from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import EngineError, GpuLayers
 from sqale_desktop.core.engines.llama import native_log
+from sqale_desktop.core.engines.llama.backends import Backends, load_backends
 from sqale_desktop.core.units import MIB, format_bytes
 
 Rollback = Literal["auto", "snapshots", "partial-state", "full-state"]
@@ -113,6 +114,8 @@ class LoadedModel:
     rollback: str
     weights_bytes: int
     resident_bytes: int
+    backends: Backends
+    """The CPU variant and GPU backends this process runs on (``backends.load_backends``)."""
 
     @property
     def ctx(self) -> Any:
@@ -187,7 +190,11 @@ def load_model(request: LoadRequest, progress: LoadProgress | None = None) -> Lo
     import llama_cpp
 
     native_log.install()
-    notes: list[str] = []
+    try:
+        loaded_backends = load_backends()
+    except OSError as exc:
+        raise EngineError(f"could not load llama.cpp's backends: {exc}") from exc
+    notes: list[str] = list(loaded_backends.notes)
     supports = bool(llama_cpp.llama_supports_gpu_offload())
     devices = offload.offload_devices() if supports else []
     if supports and devices == []:
@@ -277,6 +284,7 @@ def load_model(request: LoadRequest, progress: LoadProgress | None = None) -> Lo
         rollback=_choose_rollback(llama_cpp, llama, request),
         weights_bytes=weights_bytes,
         resident_bytes=grown if grown > 0 else weights_bytes,
+        backends=loaded_backends,
     )
 
 
@@ -363,3 +371,25 @@ def _read_through(path: Path, progress: LoadProgress) -> None:
                 progress(done / size if size else 1.0)
     except OSError as exc:
         raise EngineError(f"could not read {path.name}: {exc.strerror or exc}") from exc
+
+
+def describe_placement(model: LoadedModel, requested: GpuLayers) -> str:
+    """Where the model runs, for the status bar, ``models list``, ``stats.engine`` and ``run.json``.
+
+    ``local GPU (24 layers on Vulkan0: AMD Radeon 780M)``, or ``local CPU (haswell: AVX2; no GPU
+    found)``: the CPU kernels in use and, in words, why no GPU is (the backend's own load error
+    where it failed to load).
+    """
+    if model.gpu_layers and model.device is not None:
+        fewer = "; more failed to load" if model.offload_failed else ""
+        device = model.device
+        return f"local GPU ({model.gpu_layers} layers on {device.name}: {device.description}{fewer})"
+    if model.offload_failed:
+        reason = "loading on the GPU failed"
+    elif requested == "none" or requested == 0:
+        reason = "GPU off in Settings"
+    elif not model.backends.gpu:
+        reason = model.backends.gpu_reason()
+    else:
+        reason = "no GPU found"
+    return f"local CPU ({model.backends.cpu_label}; {reason})"

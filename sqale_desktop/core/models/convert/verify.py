@@ -56,6 +56,10 @@ def verify_gguf(path: Path, n_tokens: int = 4, timeout_s: float = 600.0) -> Veri
 def _run(path: str, n_tokens: int) -> dict[str, object]:
     import llama_cpp
 
+    from sqale_desktop.core.engines.llama.backends import load_backends
+
+    load_backends()  # a dynamic-backend build registers its CPU kernels here
+
     llm = llama_cpp.Llama(path, n_ctx=256, n_batch=64, n_threads=1, verbose=False, seed=0)
     prompt = llm.tokenize(PROBE_PROMPT.encode(), add_bos=False, special=True)
     generated: list[int] = []
