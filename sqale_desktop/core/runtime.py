@@ -299,7 +299,7 @@ def _llama(settings: Settings, choice: ModelChoice) -> Built:
 
 def _local_factory(path: Path, settings: Settings) -> EngineFactory:
     n_ctx, threads, layers = settings.n_ctx, settings.n_threads, settings.gpu_layers
-    speculation = settings.speculation
+    speculation, gpu_device = settings.speculation, settings.gpu_device
 
     def local() -> Engine:
         from sqale_desktop.core.engines.llama.engine import LlamaEngine
@@ -314,6 +314,7 @@ def _local_factory(path: Path, settings: Settings) -> EngineFactory:
             path,
             n_ctx=effective_n_ctx(info, n_ctx),
             n_gpu_layers=layers,
+            gpu_device=gpu_device,
             n_threads=threads or None,
             speculation=speculation,
         )

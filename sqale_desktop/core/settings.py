@@ -72,6 +72,8 @@ class Settings:
     server_url: str = "http://127.0.0.1:8000/v1"
     model_id: str = ""
     gpu_layers: GpuLayers = "auto"
+    gpu_device: str = ""
+    """The GPU to offload to (``Vulkan1``) where there are several; empty: the most free memory."""
     n_threads: int = 0
     n_ctx: int = 16384
     temperature: float = 0.6

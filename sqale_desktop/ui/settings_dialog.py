@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import secrets
+from sqale_desktop.core.models.gpu import known_gpus
 from sqale_desktop.core.settings import LIMITS, Settings
 
 ENGINE_LABELS = {"llama": "Local model (llama.cpp, in this app)", "openai": "OpenAI-compatible server"}
@@ -115,6 +116,18 @@ class SettingsDialog(QDialog):
         gpu_layout.addWidget(self.gpu_mode)
         gpu_layout.addWidget(self.gpu_layers)
         form.addRow("GPU layers", gpu_row)
+        self.gpu_device = QComboBox(self)
+        self.gpu_device.addItem("Automatic (the most free memory)", "")
+        for name, label in known_gpus():
+            self.gpu_device.addItem(label, name)
+        if settings.gpu_device and self.gpu_device.findData(settings.gpu_device) < 0:
+            self.gpu_device.addItem(f"{settings.gpu_device} (not found now)", settings.gpu_device)
+        self.gpu_device.setCurrentIndex(max(self.gpu_device.findData(settings.gpu_device), 0))
+        self.gpu_device.setToolTip(
+            "Where there are several GPUs, the one the model is offloaded to. The list shows the "
+            "devices llama.cpp found when the model last loaded."
+        )
+        form.addRow("GPU device", self.gpu_device)
 
         self.threads = _int("n_threads", settings.n_threads, special="Automatic (one per core)")
         self.threads.setToolTip(
@@ -195,7 +208,7 @@ class SettingsDialog(QDialog):
         server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key)
         for widget in server_widgets:
             widget.setEnabled(server)
-        local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.threads, self.speculation)
+        local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.gpu_device, self.threads, self.speculation)
         for widget in local_widgets:
             widget.setEnabled(not server)
         self.gpu_layers.setEnabled(not server and self.gpu_mode.currentData() == "count")
@@ -233,6 +246,7 @@ class SettingsDialog(QDialog):
             engine=self.engine.currentData(),
             server_url=self.server_url.text().strip() or self._original.server_url,
             gpu_layers=gpu,
+            gpu_device=str(self.gpu_device.currentData() or ""),
             n_threads=self.threads.value(),
             n_ctx=self.n_ctx.value(),
             temperature=round(self.temperature.value(), 4),

@@ -254,3 +254,18 @@ def test_converting_a_folder_that_is_no_checkpoint_is_a_message(
     qtbot.waitUntil(lambda: dialog._job is None, timeout=20_000)
     assert "config.json" in dialog.message.text()
     assert registry.list() == []
+
+
+def test_the_gpu_device_setting_keeps_a_device_that_is_not_here_now(qtbot: Any) -> None:
+    """Several GPUs: Settings names the one to use; on this machine (none) only Automatic and a
+    device chosen earlier, which stays chosen until the person picks another."""
+    dialog = SettingsDialog(Settings(gpu_device="Vulkan1"))
+    qtbot.addWidget(dialog)
+    labels = [dialog.gpu_device.itemText(i) for i in range(dialog.gpu_device.count())]
+    assert labels[0] == "Automatic (the most free memory)"
+    assert dialog.gpu_device.currentText() == "Vulkan1 (not found now)"
+    assert dialog.result_settings().gpu_device == "Vulkan1"
+    dialog.gpu_device.setCurrentIndex(0)
+    assert dialog.result_settings().gpu_device == ""
+    dialog.engine.setCurrentIndex(dialog.engine.findData("openai"))
+    assert not dialog.gpu_device.isEnabled()  # a server chooses its own devices

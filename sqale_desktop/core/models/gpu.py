@@ -94,3 +94,16 @@ def describe_backends(loaded: Backends) -> str:
 def gpu_offload_supported() -> bool:
     """Shorthand for ``gpu_offload().supported``."""
     return gpu_offload().supported
+
+
+def known_gpus() -> list[tuple[str, str]]:
+    """(name, label) of each GPU llama.cpp found, once its backends are loaded (by the model's load,
+    on the model worker); never loads them itself, since that opens GPU drivers (the Settings
+    dialog asks on the UI thread)."""
+    from sqale_desktop.core.engines.llama import backends
+
+    if backends.loaded() is None:
+        return []
+    from sqale_desktop.core.engines.offload import offload_devices
+
+    return [(device.name, device.label()) for device in offload_devices() or []]

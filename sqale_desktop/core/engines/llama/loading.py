@@ -48,6 +48,8 @@ class LoadRequest:
     n_ubatch: int
     n_threads: int
     gpu_layers: GpuLayers
+    # The device to offload to where there are several (``Vulkan1``); "": the most free memory.
+    gpu_device: str
     # Device bytes "auto" may plan for, below what the device reports free (tests, shared cards).
     gpu_memory_limit: int | None
     verbose: bool
@@ -200,7 +202,12 @@ def load_model(request: LoadRequest, progress: LoadProgress | None = None) -> Lo
     if supports and devices == []:
         # A GPU build on a machine without a usable device: llama.cpp would run on the CPU anyway.
         supports = False
-    device = offload.combined(devices or [])
+    device, device_index = choose_device(devices or [], request.gpu_device, notes)
+    # One device, not llama.cpp's default split over all of them: the one chosen in Settings or
+    # the one with the most free memory (a split over unequal cards is paced by the slowest).
+    placement: dict[str, Any] = {}
+    if device is not None and len(devices or []) > 1:
+        placement = {"split_mode": llama_cpp.LLAMA_SPLIT_MODE_NONE, "main_gpu": device_index}
     # One read of the header (seconds on a large file): how many layers "all" means, and for
     # "auto" what each costs on the device.
     footprint = offload.read_footprint(path) if supports else None
@@ -232,6 +239,7 @@ def load_model(request: LoadRequest, progress: LoadProgress | None = None) -> Lo
                     # decoded alone (up to 1.0 on SmolLM2); with it they are bit-identical.
                     flash_attn=request.speculate,
                     verbose=request.verbose,
+                    **placement,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
             errors.append(f"n_gpu_layers={layers}: {exc}")
@@ -286,6 +294,26 @@ def load_model(request: LoadRequest, progress: LoadProgress | None = None) -> Lo
         resident_bytes=grown if grown > 0 else weights_bytes,
         backends=loaded_backends,
     )
+
+
+def choose_device(
+    devices: list[offload.OffloadDevice], wanted: str, notes: list[str]
+) -> tuple[offload.OffloadDevice | None, int]:
+    """The GPU to offload to and its index among ``devices`` (llama.cpp's ``main_gpu``).
+
+    ``wanted`` names one (Settings); empty, or a device no longer there (a note says so), means
+    the one with the most free memory now.
+    """
+    if not devices:
+        return None, 0
+    if wanted:
+        for index, candidate in enumerate(devices):
+            if candidate.name == wanted:
+                return candidate, index
+        names = ", ".join(d.name for d in devices)
+        notes.append(f"GPU {wanted} (Settings) not found; using the one with the most free memory ({names})")
+    index = max(range(len(devices)), key=lambda i: devices[i].free_bytes)
+    return devices[index], index
 
 
 def _layers_that_fit(
