@@ -13,6 +13,13 @@ runner drains it on a timer (every ``DRAIN_INTERVAL_MS``), merges consecutive te
 the items to the window's ``apply`` callback at most ``DRAIN_BUDGET_S`` of work at a time, so the
 UI does a bounded amount of work per frame however fast the model runs.  All of that timing lives
 here, in :meth:`AgentRunner.deliver_to`.
+
+Warm-up: a factory that is a :class:`WarmedFactory` carries the prompt its episodes start with;
+right after the engine loads, the worker has it evaluate that prompt's system turn
+(``base.WarmsUp``; restored from the disk cache when an earlier launch saved it), so the first
+question evaluates only its own turn.  It runs on the worker thread like any other job, so a
+question asked meanwhile queues behind it in the worker's event loop and then finds the turn
+ready; Stop, a new engine factory and shutdown cancel it between prefill chunks.
 """
 
 from __future__ import annotations
@@ -45,6 +52,21 @@ from sqale_desktop.ui.workers import register_thread_owner
 log = logging.getLogger(__name__)
 
 DatabaseOpener = Callable[[Path], Any]
+
+
+@dataclass(frozen=True)
+class WarmedFactory:
+    """An engine factory and the prompt its episodes start with, warmed right after loading.
+
+    ``prompt`` is the episode prompt's beginning (the protocol's ``prompt_head``); the engine
+    evaluates its leading system turn only.  Calling it builds the engine like the plain factory.
+    """
+
+    factory: EngineFactory
+    prompt: str
+
+    def __call__(self) -> Engine:
+        return self.factory()
 
 
 @dataclass(frozen=True)
@@ -110,7 +132,8 @@ class AgentWorker(QObject):
     """Lives on the agent thread: owns the engine and the tool databases opened there.
 
     Signals:
-        engine_state(str, str): ("loading" | "ready" | "failed", description or message).
+        engine_state(str, str): ("loading" | "ready" | "failed", description or message); while
+            the system turn is warmed after loading, ("loading", "Preparing the model…").
         load_progress(int): loading progress in thousandths, when the engine reports it.
         items_ready(): new items were queued (emitted at most once until the UI drains).
     """
@@ -133,6 +156,8 @@ class AgentWorker(QObject):
         self._queue: collections.deque[Item] = collections.deque()
         self._notified = False
         self._cancel_upto = 0
+        # Set to stop a running warm-up (Stop, another engine, shutdown); a fresh one per warm-up.
+        self._warm_cancel = threading.Event()
         # Set while the UI is not applying events.  A model streaming at full speed in pure Python
         # (the replay engine, a fast server) holds the GIL for 5 ms at a time, and every Qt call
         # the UI thread makes releases and re-takes the GIL, so a drain of a few dozen calls
@@ -150,6 +175,7 @@ class AgentWorker(QObject):
         with self._lock:
             self._cancel_upto = max(self._cancel_upto, upto_episode)
             cancel = self._cancel
+            self._warm_cancel.set()  # a warm-up under way: what the model does now stops too
         if cancel is not None:
             cancel.set()  # the loop interrupts a running query itself (core.agent.loop)
 
@@ -170,6 +196,7 @@ class AgentWorker(QObject):
         with self._lock:
             self._engine_factory = factory
             self._engine = None
+            self._warm_cancel.set()  # warming the old engine is no use now
             if episode_fn is not None:
                 self._episode_fn = episode_fn
 
@@ -227,8 +254,31 @@ class AgentWorker(QObject):
             LOAD_PROGRESS.reset(token)
         with self._lock:
             self._engine = engine
+        if isinstance(factory, WarmedFactory):
+            self._warm_up(engine, factory.prompt)
         self.engine_state.emit("ready", engine.describe())
         return engine
+
+    def _warm_up(self, engine: Engine, prompt: str) -> None:
+        """Evaluate (or restore) the system turn of ``prompt`` on an engine that can; never raises.
+
+        A failure here is no failure of the engine: the first episode evaluates the turn itself.
+        """
+        warm_up = getattr(engine, "warm_up", None)
+        if not callable(warm_up):
+            return
+        with self._lock:
+            self._warm_cancel = cancel = threading.Event()
+        self.engine_state.emit("loading", "Preparing the model…")
+        try:
+            result = warm_up(prompt, cancel)
+        except Exception as exc:
+            if is_known(exc):
+                log.info("system-turn warm-up failed: %s", exc)
+            else:
+                log.exception("system-turn warm-up failed")
+            return
+        log.info("%s", getattr(result, "note", "") or "system turn warmed")
 
     @Slot(int, str, str, object)
     def run_episode(self, episode_id: int, question: str, db_path: str, runtime: Runtime | None) -> None:
@@ -281,6 +331,7 @@ class AgentWorker(QObject):
     @Slot()
     def close(self) -> None:
         """Close the databases and drop the engine, on the thread that owns them."""
+        self._warm_cancel.set()
         for db in self._databases.values():
             try:
                 db.close()

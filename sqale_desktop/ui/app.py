@@ -50,11 +50,18 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
 
 def resolve_engine(settings: settings_mod.Settings) -> tuple[Any, str, Any]:
     """Settings -> (engine factory or None, description, episode function) for the window:
-    ``core.runtime.resolve``, the same decision the CLI's ``ask`` and ``eval run`` make."""
+    ``core.runtime.resolve``, the same decision the CLI's ``ask`` and ``eval run`` make.
+
+    The factory carries the protocol's prompt head (``WarmedFactory``): the agent thread warms
+    the system turn the episodes will start with as soon as the engine has loaded."""
     from sqale_desktop.core.runtime import resolve
+    from sqale_desktop.ui.agent_runner import WarmedFactory
 
     runtime = resolve(settings)
-    return runtime.factory, runtime.description, runtime.episode
+    factory = runtime.factory
+    if factory is not None:
+        factory = WarmedFactory(factory, runtime.protocol.prompt_head(""))
+    return factory, runtime.description, runtime.episode
 
 
 QUIT_AFTER_SHOWN_ENV = "SQALE_DESKTOP_QUIT_AFTER_SHOWN"
@@ -194,7 +201,9 @@ def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -
     if open_demo:
         window.restore_tabs()  # the tabs open last time; on a first run, the demo shop
     if factory is not None:
-        window.runner.load_engine()  # in the background, so the first question does not wait for it
+        # In the background, so the first question does not wait for it: loading, then the
+        # protocol's system turn (restored from disk when an earlier launch saved it).
+        window.runner.load_engine()
     if factory is None and first_run_offer:
         QTimer.singleShot(300, window.offer_model_download)
     return window

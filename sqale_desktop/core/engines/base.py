@@ -131,6 +131,36 @@ class Engine(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """What an engine's ``warm_up`` did with the system turn its episodes start with."""
+
+    tokens: int
+    """The system turn's length in tokens (BOS included where the model wants one)."""
+    completed: bool
+    """False when cancelled: the first episode evaluates what is missing."""
+    restored: bool = False
+    """Restored from the state saved by an earlier launch, not evaluated."""
+    evaluated: int = 0
+    """Tokens the model ran through now (0 when restored or already held)."""
+    seconds: float = 0.0
+    note: str = ""
+    """One line for the log and the status details."""
+
+
+class WarmsUp(Protocol):
+    """An engine that can evaluate a prompt's system turn before the first question.
+
+    Optional: the window calls ``warm_up`` after loading where an engine has it (the in-process
+    llama engine); the HTTP and replay engines have nothing to warm and simply lack it.
+    """
+
+    def warm_up(self, prompt: str, cancel: threading.Event) -> WarmUp:
+        """Evaluate ``prompt``'s leading system turn (through its first ``<|im_end|>``) and keep it
+        for the episodes that start with it; ``cancel`` stops it between prefill chunks."""
+        ...
+
+
 @dataclass
 class EngineInfo:
     """What the UI shows about a loaded engine."""

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import (
@@ -33,8 +35,9 @@ from sqale_desktop.core.engines.base import (
     GpuLayers,
     SamplingParams,
     Speculation,
+    WarmUp,
 )
-from sqale_desktop.core.engines.llama import thread_policy
+from sqale_desktop.core.engines.llama import prefix_store, thread_policy
 from sqale_desktop.core.engines.llama.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain
 from sqale_desktop.core.engines.llama.loading import (
@@ -49,6 +52,7 @@ from sqale_desktop.core.engines.llama.memory import Counters, Memory
 from sqale_desktop.core.engines.llama.session import LlamaSession
 from sqale_desktop.core.engines.llama.speculation import DRAFT_SIZES, Speculator
 from sqale_desktop.core.engines.llama.thread_governor import ThreadGovernor
+from sqale_desktop.core.models.errors import DownloadCancelled
 
 # Before llama_cpp (and libgomp) can load: nothing in this package imports it at the top.
 POLICY_NOTE = thread_policy.apply()
@@ -65,6 +69,7 @@ class LlamaEngine:
         *,
         n_ctx: int = 16384,
         n_gpu_layers: GpuLayers = "auto",
+        gpu_device: str = "",
         n_threads: int | None = None,
         n_ubatch: int = 128,
         n_batch: int = 512,
@@ -83,6 +88,7 @@ class LlamaEngine:
             n_ubatch=n_ubatch,
             n_threads=n_threads or physical_cores(),
             gpu_layers=n_gpu_layers,
+            gpu_device=gpu_device,
             gpu_memory_limit=gpu_memory_limit,
             verbose=verbose,
             speculate=speculation != "off",
@@ -101,6 +107,8 @@ class LlamaEngine:
         self._guard = threading.Lock()
         self._owner: int | None = None
         self._depth = 0
+        # What the last warm_up said (restored, evaluated, a saved state that could not be used).
+        self._warm_notes: list[str] = []
 
     # -- what was asked, what loading decided -------------------------------------------------
 
@@ -128,7 +136,7 @@ class LlamaEngine:
     def notes(self) -> list[str]:
         """What the status line's details and the log say about this engine."""
         policy = [POLICY_NOTE] if POLICY_NOTE else []
-        return policy + (list(self.model.notes) if self.model is not None else [])
+        return policy + (list(self.model.notes) if self.model is not None else []) + self._warm_notes
 
     @property
     def gpu_layers(self) -> int:
@@ -293,11 +301,116 @@ class LlamaEngine:
             start = [vocabulary.bos] if vocabulary.add_bos else []
             return LlamaSession(self, start + vocabulary.tokenize(prompt))
 
+    def system_turn(self, prompt: str) -> list[int]:
+        """The ids of ``prompt``'s leading system turn, through its first ``<|im_end|>``.
+
+        Tokenized exactly as :meth:`new_session` tokenizes a whole prompt (BOS first if the
+        model wants one, the text as one string): llama.cpp splits text at special tokens before
+        tokenizing, so these ids are the first ids of every episode prompt that starts with the
+        same system turn.  The whole prompt's ids when it has no ``<|im_end|>``.
+        """
+        with self.entered():
+            vocabulary = self._loaded().vocabulary
+            ids = ([vocabulary.bos] if vocabulary.add_bos else []) + vocabulary.tokenize(prompt)
+            im_end = vocabulary.im_end
+            return ids[: ids.index(im_end) + 1] if im_end is not None and im_end in ids else ids
+
+    def warm_up(self, prompt: str, cancel: threading.Event) -> WarmUp:
+        """Have ``prompt``'s system turn evaluated before the first question (``base.WarmsUp``).
+
+        The state after the turn comes from the app's cache folder when an earlier launch saved
+        it for exactly this model file, turn and build (``prefix_store``: milliseconds); else
+        it is evaluated now (what the first question would otherwise wait for) and saved.
+        Either way it becomes the memory's system-turn cache, so the first episode evaluates
+        only its user turn.  A saved state that cannot be used is deleted, noted in ``notes``,
+        and the turn evaluated.  Cancellable between prefill chunks (and while hashing the model
+        file the first time).
+        """
+        with self.entered():
+            started = time.perf_counter()
+            model = self._loaded()
+            memory = self.memory
+            turn = self.system_turn(prompt)
+            stats = EngineStats()
+            notes: list[str] = []
+            if memory.holds_prefix(turn):
+                memory.warm(turn, cancel, stats)
+                return WarmUp(len(turn), True, note=f"system turn ({len(turn)} tokens) already in memory")
+            store = None if prefix_store.disabled() else prefix_store.PrefixStore()
+            fields: dict[str, object] = {}
+            if store is not None:
+                try:
+                    fields = self._state_fields(model, store, cancel)
+                except OSError as exc:
+                    notes.append(f"saved model states unused: cannot hash {self.model_path.name} ({exc})")
+                    store = None
+                except DownloadCancelled:  # cancelled while hashing: nothing evaluated yet
+                    return WarmUp(len(turn), False, note="system-turn warm-up cancelled")
+            key = prefix_store.state_key(fields, turn) if store is not None else ""
+            if store is not None:
+                loaded = store.load(key, turn)
+                if loaded.problem:
+                    notes.append(f"the saved system-turn state {loaded.problem}; evaluating the turn again")
+                if loaded.state is not None:
+                    if memory.install_prefix(turn, loaded.state):
+                        seconds = time.perf_counter() - started
+                        note = (
+                            f"system turn ({len(turn)} tokens) restored from the saved state "
+                            f"in {seconds * 1000:.0f} ms"
+                        )
+                        self._warm_notes = [*notes, note]
+                        return WarmUp(len(turn), True, restored=True, seconds=seconds, note=note)
+                    if loaded.path is not None:
+                        store.discard(loaded.path)
+                    notes.append(
+                        "llama.cpp refused the saved system-turn state; deleted, evaluating the turn"
+                    )
+            completed = memory.warm(turn, cancel, stats)
+            state = memory.prefix_state
+            saved = ""
+            if completed and store is not None and state is not None and memory.holds_prefix(turn):
+                path = store.save(key, turn, state, fields)
+                saved = f", saved ({len(state) / 2**20:.1f} MiB)" if path is not None else ", not saved"
+            seconds = time.perf_counter() - started
+            if completed:
+                note = f"system turn ({len(turn)} tokens) evaluated in {seconds:.1f} s{saved}"
+            else:
+                note = f"system-turn warm-up cancelled after {stats.evaluated_tokens} of {len(turn)} tokens"
+            self._warm_notes = [*notes, note]
+            return WarmUp(len(turn), completed, evaluated=stats.evaluated_tokens, seconds=seconds, note=note)
+
+    def _state_fields(
+        self, model: LoadedModel, store: prefix_store.PrefixStore, cancel: threading.Event
+    ) -> dict[str, object]:
+        """Everything a saved sequence state depends on besides its token ids (``prefix_store``)."""
+        import llama_cpp
+
+        request = self.request
+        backends: Any = getattr(model, "backends", None)
+        key = getattr(backends, "key", None)
+        device = model.device
+        n_rs_seq = getattr(model.lib, "llama_n_rs_seq", None)
+        return {
+            "model_sha256": store.model_digest(request.path, cancel),
+            "backends": key() if callable(key) else str(backends),
+            "device": f"{device.name}: {device.description}" if device is not None else "cpu",
+            "gpu_layers": model.gpu_layers,
+            "n_ctx": request.n_ctx,
+            "n_batch": request.n_batch,
+            "n_ubatch": request.n_ubatch,
+            "flash_attn": request.speculate,
+            "n_rs_seq": int(n_rs_seq(model.ctx)) if callable(n_rs_seq) else -1,
+            "draft_max": request.draft_max if request.speculate else 0,
+            "rollback": model.rollback,
+            "llama_cpp": str(getattr(llama_cpp, "__version__", "")),
+        }
+
     def close(self) -> None:
         """Free the model and context (the engine can be loaded again)."""
         with self.entered():
             model, memory = self.model, self._memory
             self.model, self._memory, self._speculator = None, None, None
+            self._warm_notes = []
             if memory is not None:
                 memory.close()
             if model is not None:

@@ -9,7 +9,10 @@ ids and never touches the context itself.
 Across episodes: every episode starts with the same system turn, so the state right after its
 ``<|im_end|>`` is snapshotted once and restored when a new history starts with the same ids
 (the reused count is returned by :meth:`Memory.ensure_evaluated`; those tokens are not counted
-as evaluated).
+as evaluated).  :meth:`Memory.warm` makes that snapshot before any episode (the engine's
+``warm_up``), and :meth:`Memory.install_prefix` puts one back that ``prefix_store`` kept on disk
+from an earlier launch; the first episode then finds the system turn already in memory and
+counts it as reused too.
 
 Cancellation: a prefill runs in ``n_batch`` chunks with the flag checked between chunks, and
 llama.cpp's abort callback stops a running chunk within milliseconds.  An aborted decode leaves
@@ -117,6 +120,9 @@ class Memory:
         self.logits_ready = False
         # (token ids of a system turn, the sequence state right after it), reused across episodes.
         self._prefix: tuple[list[int], Any] | None = None
+        # True while memory holds exactly the cached prefix put there by warm/install_prefix and no
+        # history has claimed it yet (the first episode counts it as reused).
+        self._prefix_fresh = False
         self._abort_flag: threading.Event | None = None
         # llama.cpp keeps only the address: the ctypes object must live as long as the context.
         self._abort_cb: Any = lib.ggml_abort_callback(self._should_abort)
@@ -138,8 +144,61 @@ class Memory:
         if self._logits_batch is not None:
             self._logits_batch.close()
         self._prefix = None
+        self._prefix_fresh = False
         self._tokens = []
         self.logits_ready = False
+
+    # -- the cached system turn --------------------------------------------------------------
+
+    def holds_prefix(self, tokens: list[int]) -> bool:
+        """Whether the system-turn cache holds the state after exactly ``tokens``."""
+        return self._prefix is not None and self._prefix[0] == tokens
+
+    @property
+    def prefix_state(self) -> Any:
+        """The cached system turn's sequence state (``snapshot()``'s buffer), or None."""
+        return self._prefix[1] if self._prefix is not None else None
+
+    def install_prefix(self, tokens: list[int], state: Any) -> bool:
+        """Make memory hold ``tokens`` from ``state`` (saved after them) and cache it as the system turn.
+
+        False (memory left empty) when llama.cpp refuses the state: one saved by another build
+        or context shape that the key did not tell apart.
+        """
+        self.reset()
+        self._prefix_fresh = False
+        self.restore(state, tokens)
+        if self._tokens != tokens:
+            self.reset()
+            return False
+        self._prefix = (list(tokens), state)
+        self._prefix_fresh = True
+        return True
+
+    def warm(self, tokens: list[int], cancel: threading.Event, stats: EngineStats) -> bool:
+        """Evaluate exactly ``tokens`` (a system turn) from scratch and cache the state after them.
+
+        Returns False if cancelled (memory then holds what was evaluated, consistently).  When
+        the cache already holds these tokens, memory is only restored from it.
+        """
+        if self.holds_prefix(tokens):
+            if self._tokens != tokens:
+                self.restore(self.prefix_state, tokens)
+            self._prefix_fresh = self._tokens == tokens
+            return True
+        self.reset()
+        self._prefix_fresh = False
+        started = time.perf_counter()
+        try:
+            if not self._prefill(list(tokens), cancel, stats):
+                return False
+        finally:
+            stats.prefill_seconds += time.perf_counter() - started
+        snapshot = self.snapshot()
+        if snapshot is not None:
+            self._prefix = (list(tokens), snapshot)
+            self._prefix_fresh = True
+        return True
 
     # -- decoding ------------------------------------------------------------------------------
 
@@ -205,6 +264,7 @@ class Memory:
         """Clear the context's memory (the only way back for a hybrid model's recurrent state)."""
         mem = self._lib.llama_get_memory(self._ctx)
         self._lib.llama_memory_clear(mem, True)
+        self._prefix_fresh = False
         self._tokens = []
         self.logits_ready = False
 
@@ -283,12 +343,15 @@ class Memory:
         if len(history) > self.n_ctx:
             raise EngineError(f"the prompt ({len(history)} tokens) exceeds the context ({self.n_ctx} tokens)")
         held = self._tokens
+        fresh, self._prefix_fresh = self._prefix_fresh, False
         if held == history and self.logits_ready:
             return True, 0
         reused = 0
         cache_at = 0
         if len(held) >= len(history) or history[: len(held)] != held:
             self.reset()
+        elif fresh and self._prefix is not None and held == self._prefix[0]:
+            reused = len(held)  # the warmed (or restored) system turn, not evaluated for this history
         if not self._tokens:
             reused = self._restore_prefix(history)
             if not reused:
