@@ -202,9 +202,6 @@ def quantize(source: Path, target: Path, *, ftype: str = "Q4_K_M", threads: int 
 
     import llama_cpp
 
-    from sqale_desktop.core.engines.llama.backends import load_backends
-
-    load_backends()  # a dynamic-backend build registers its CPU kernels here
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")

@@ -90,9 +90,6 @@ def child_main(argv: Sequence[str]) -> int:
     """The child process: run llama.cpp's quantizer; its status is the exit status."""
     import llama_cpp
 
-    from sqale_desktop.core.engines.llama.backends import load_backends
-
-    load_backends()  # a dynamic-backend build registers its CPU kernels here
 
     src, dst, quant, threads = argv
     params = llama_cpp.llama_model_quantize_default_params()
