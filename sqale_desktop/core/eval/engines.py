@@ -76,4 +76,6 @@ def open_engines(
     engine = runtime.factory()
     stack.callback(close_engine, engine)
     facts["n_ctx"] = getattr(engine, "n_ctx", runtime.settings.n_ctx)  # clamped to the model's training
+    # Where it runs: backend, CPU variant, device ("local CPU (zen4: AVX-512 ...; no GPU found)").
+    facts["runs_on"] = engine.describe()
     return RunEngines(lambda question, index: engine, facts, runtime.protocol_for(engine))
