@@ -46,6 +46,7 @@ from sqale_desktop.core.engines.llama.loading import (
     LoadRequest,
     Rollback,
     Vocabulary,
+    describe_placement,
     load_model,
 )
 from sqale_desktop.core.engines.llama.memory import Counters, Memory
@@ -274,11 +275,10 @@ class LlamaEngine:
 
     def describe(self) -> str:
         """The status line: where the model runs, and whether that is less than was asked for."""
-        if self.gpu_layers:
-            where = f" on {self.offload_device.name}" if self.offload_device is not None else ""
-            fewer = "; more failed to load" if self.offload_failed else ""
-            return f"local GPU ({self.gpu_layers} layers{where}{fewer})"
-        return "local CPU (loading on the GPU failed)" if self.offload_failed else "local CPU"
+        model = self.model
+        if model is None:
+            return "local (not loaded yet)"
+        return describe_placement(model, self.request.gpu_layers)
 
     def info(self) -> EngineInfo:
         return EngineInfo(
