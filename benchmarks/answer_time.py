@@ -47,6 +47,22 @@ scores them) and each registered GPU backend (``n_gpu_layers="all"``), each in a
 of this script (a variant is chosen once per process), with ``SQALE_DESKTOP_CPU_VARIANT``.
 ``--quick`` runs only the chosen variant, with the small model and 32 thinking tokens per turn.
 
+What it found (2-core shared machine, 2026-12-01, Alert share, 12,288 tokens: 9,772 decoded,
+of them 9,273 thinking; 1,993 tool-result and user-turn tokens prefilled; Qwen BPE counts):
+- 2B shape, zen4 variant, Automatic threads: 919 s per answer (prefill 35 tok/s, decode 11.3
+  tok/s) with another test run on the cores; a second run on a quieter machine 681 s (57 / 15.1).
+  First token: cold launch 22.2 s (load 2.1 + system turn 17.7, which includes hashing the
+  1.2 GB file for the state key and saving 25 MiB, + user turn 2.5), next launch with the saved
+  state 5.3 s (restore 0.17 s) / 1.9 s quiet, asked during the background load 4.9 / 2.2 s,
+  in an open app 2.0 / 0.85 s.  evaluated / prompt 0.957 (the 523-token system turn is reused;
+  with the first launch's warm-up, every token evaluated exactly once).  With only the published
+  reasoning excerpts (a lower bound) the same rates give 85-124 s.  The budget-filling episode
+  implies 46 TFLOPs cached and 146 uncached at 2 x 1.88 G x tokens, below the paper's 224 per
+  question: real episodes are not shorter than this one.
+- ``--quick`` on the small shape, every variant (32 thinking tokens a turn): x64 48 s, sse42 22,
+  sandybridge 14, haswell 4.4, skylakex 4.4, icelake 4.7, zen4 5.1 (decode 41 / 81 / 127 / 272 /
+  269 / 234 / 209 tok/s): the AVX2+ variants are alike on this shape, AVX-512 buys nothing here.
+
     .venv/bin/python benchmarks/answer_time.py [--quick] [--variants best|all|x64,haswell,...]
         [--episode TITLE] [--think-tokens N] [--model GGUF] [--tokenizer GGUF] [--threads N]
 """
@@ -586,8 +602,17 @@ def main() -> int:
     }  # fmt: skip
     runs: dict[str, Any] = {}
     plan_list: list[tuple[str, str | None, Any]] = [(n or "linked", n, 0) for n in names]
+    gpu_note = ""
     if backends.gpu and wanted in ("all", "best") and not args.quick:
-        plan_list += [(f"gpu-{g.lower()}", chosen, "all") for g in backends.gpu]
+        from sqale_desktop.core.engines import offload
+
+        devices = offload.offload_devices()
+        if devices == []:
+            gpu_note = f"{', '.join(backends.gpu)} registered but no device to offload to: not run"
+        else:  # a device, or a library that cannot be asked (then the engine offloads as asked)
+            plan_list += [(f"gpu-{g.lower()}", chosen, "all") for g in backends.gpu]
+    elif not backends.gpu:
+        gpu_note = backends.gpu_reason()
     for name, variant, gpu_layers in plan_list:
         print(f"-- {name} --", flush=True)
         spec = {**spec_base, "name": name, "gpu_layers": gpu_layers}
@@ -611,6 +636,7 @@ def main() -> int:
         "chosen_cpu_variant": chosen,
         "runnable_cpu_variants": runnable,
         "gpu_backends": list(backends.gpu),
+        "gpu_not_run": gpu_note,
         "episode_tokens": first.get("episode"),
         "seconds_per_answer": {k: v["seconds_per_answer"] for k, v in ok.items()},
         "prefill_tok_s": {k: v["prefill_tok_s"] for k, v in ok.items()},
