@@ -13,13 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QMenu, QProgressBar, QPushButton, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QLabel,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.imports import ImportProgress, ImportResult, resolve_database
+from sqale_desktop.core.imports import ImportProgress, ImportResult, kind_of, resolve_database
+from sqale_desktop.core.imports.preview import Preview, preview_source
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.result_model import ResultTableModel
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
 
@@ -153,18 +165,33 @@ class DatabaseTabs(QObject):
         # (only imports report progress) its tab shows how far it is and a Stop button, until the
         # database is open or the import failed or was stopped.
         importing: list[_ImportingTab] = []
+        # The first rows of a CSV, read on the pool beside the import (a 1 MB prefix: well within a
+        # second), shown in the importing tab as soon as both exist; dropped once the open ends.
+        preview: list[Preview] = []
+        ended: list[bool] = []
+
+        def previewed(result: Preview | None) -> None:
+            if result is None or ended:
+                return
+            preview.append(result)
+            for tab in importing:
+                tab.show_preview(result)
 
         def report(p: ImportProgress) -> None:
             self.message.emit(p.line())
-            if not importing and not self._closed:
+            if not importing and not self._closed and not ended:
                 importing.append(_ImportingTab(path.name, self.stop_opening))
                 self._tabs.setCurrentIndex(self._tabs.addTab(importing[0], path.name))
                 self._tabs.show()
                 self._empty.hide()
+                for shown in preview:
+                    importing[0].show_preview(shown)
             for tab in importing:
                 tab.show_progress(p)
 
         def done(then: Callable[[], None]) -> None:
+            ended.append(True)
+            preview.clear()
             for tab in importing:
                 self._tabs.removeTab(self._tabs.indexOf(tab))
                 tab.deleteLater()
@@ -179,6 +206,8 @@ class DatabaseTabs(QObject):
             failed=lambda exc: done(lambda: self._open_failed(path, exc)),
             progress=report,
         )
+        if kind_of(path) == "csv":
+            self._pool.start(lambda _ctx: preview_source(path), finished=previewed)
 
     def stop_opening(self) -> None:
         """Stop the imports and opens under way (Stop while a large file imports)."""
@@ -314,12 +343,16 @@ class DatabaseTabs(QObject):
 
 
 class _ImportingTab(QWidget):
-    """The tab of a data file while it is imported: what has been read so far, and Stop."""
+    """The tab of a data file while it is imported: what has been read so far, and Stop; for a CSV,
+    its first rows as soon as they are read (:meth:`show_preview`), so a person sees at once that it
+    is the right file while the rest imports.  The preview is only text on screen: the database page
+    that replaces this tab reads the finished import, never these rows."""
 
     def __init__(self, name: str, stop: Callable[[], None]) -> None:
         super().__init__()
         layout = QVBoxLayout(self)
-        layout.addStretch(1)
+        self._top = QWidget(self)  # stretch above and below until a preview fills the space
+        layout.addWidget(self._top, 1)
         self.label = QLabel(f"Importing {name}…", self)
         self.bar = QProgressBar(self)
         self.bar.setRange(0, 1000)
@@ -329,11 +362,34 @@ class _ImportingTab(QWidget):
         layout.addWidget(self.label)
         layout.addWidget(self.bar)
         layout.addWidget(self.stop_button, alignment=Qt.AlignmentFlag.AlignHCenter)
-        layout.addStretch(1)
+        self.preview_label = QLabel(self)
+        self.preview_label.hide()
+        self.preview = QTableView(self)
+        self.preview.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.preview.setAlternatingRowColors(True)
+        self.preview.verticalHeader().setDefaultSectionSize(22)
+        self.preview.hide()
+        layout.addWidget(self.preview_label)
+        layout.addWidget(self.preview, 4)
+        self._bottom = QWidget(self)
+        layout.addWidget(self._bottom, 1)
 
     def show_progress(self, progress: ImportProgress) -> None:
         self.label.setText(progress.line())
         self.bar.setValue(round(progress.fraction * 1000))
+
+    def show_preview(self, preview: Preview) -> None:
+        """Show ``preview``'s rows in a read-only grid under the progress bar."""
+        model = ResultTableModel(first_rows=preview.rows, columns=preview.columns, parent=self.preview)
+        self.preview.setModel(model)
+        self.preview.resizeColumnsToContents()
+        for column in range(model.columnCount()):
+            self.preview.setColumnWidth(column, min(self.preview.columnWidth(column), 300))
+        self.preview_label.setText(f"Preview of the first {len(preview.rows):,} rows — importing the rest…")
+        self.preview_label.show()
+        self.preview.show()
+        self._top.hide()
+        self._bottom.hide()
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -1,0 +1,106 @@
+"""A large CSV's first rows are on screen while the rest imports: the importing tab shows them in a
+read-only grid under its progress bar, and the database page replaces the tab once it is done."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView
+
+from sqale_desktop.core.imports.progress import Meter
+from sqale_desktop.ui.database_page import DatabasePage
+from sqale_desktop.ui.database_tabs import _ImportingTab
+from tests.ui.test_import_tabs import Tabs
+
+
+@pytest.fixture
+def tabs(qtbot: Any) -> Iterator[Tabs]:
+    made = Tabs(qtbot)
+    yield made
+    made.tabs.close_all()
+    assert made.pool.shutdown()
+    made.tabs.release_all()
+
+
+@pytest.fixture
+def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The import holds after its first batch (its first progress report: the tab is up) until
+    the returned event is set, so "while it still runs" is a state, not a race."""
+    held, release = threading.Event(), threading.Event()
+    count = Meter.count
+
+    def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
+        if held.is_set():
+            assert release.wait(60), "the test never released the import"
+        count(self, rows, bytes_read)
+        held.set()
+
+    monkeypatch.setattr(Meter, "count", count_then_hold)
+    yield release
+    release.set()
+
+
+def _cells(view: QAbstractItemView, rows: int) -> list[list[str]]:
+    model = view.model()
+    return [
+        [model.index(r, c).data(Qt.ItemDataRole.DisplayRole) for c in range(model.columnCount())]
+        for r in range(rows)
+    ]
+
+
+def test_the_first_rows_show_while_the_rest_imports(
+    qtbot: Any, tabs: Tabs, tmp_path: Path, held_import: threading.Event
+) -> None:
+    source = tmp_path / "orders.csv"
+    source.write_text(
+        "order_id;customer;total\n" + "".join(f"{i};Kunde {i};{i},50\n" for i in range(60_000)),
+        encoding="utf-8",
+    )
+    tabs.window.show()
+    tabs.tabs.open_database(source)
+    qtbot.waitUntil(lambda: tabs.widget.count() == 1, timeout=30_000)
+    importing = tabs.widget.widget(0)
+    assert isinstance(importing, _ImportingTab)
+    qtbot.waitUntil(lambda: importing.preview.isVisible(), timeout=30_000)
+    grid = importing.preview
+    model = grid.model()
+    assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(3)] == [
+        "order_id",
+        "customer",
+        "total",
+    ]
+    assert _cells(grid, 3) == [["0", "Kunde 0", "0,50"], ["1", "Kunde 1", "1,50"], ["2", "Kunde 2", "2,50"]]
+    assert model.rowCount() == 200
+    assert importing.preview_label.text() == "Preview of the first 200 rows — importing the rest…"
+    assert grid.editTriggers() == QAbstractItemView.EditTrigger.NoEditTriggers
+    assert importing.stop_button.isVisible()  # still importing: Stop is still there
+
+    with qtbot.waitSignal(tabs.tabs.opened, timeout=60_000):
+        held_import.set()
+    assert tabs.widget.count() == 1
+    page = tabs.widget.widget(0)
+    assert isinstance(page, DatabasePage)
+    assert tabs.widget.tabText(0) == "orders.csv"
+
+
+def test_stop_takes_the_preview_away_with_the_tab(
+    qtbot: Any, tabs: Tabs, tmp_path: Path, held_import: threading.Event
+) -> None:
+    source = tmp_path / "big.csv"
+    source.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(60_000)), encoding="utf-8")
+    tabs.window.show()
+    tabs.tabs.open_database(source)
+    qtbot.waitUntil(lambda: tabs.widget.count() == 1, timeout=30_000)
+    importing = tabs.widget.widget(0)
+    assert isinstance(importing, _ImportingTab)
+    qtbot.waitUntil(lambda: importing.preview.isVisible(), timeout=30_000)
+    with qtbot.waitSignal(tabs.tabs.open_failed, timeout=30_000) as failed:
+        qtbot.mouseClick(importing.stop_button, Qt.MouseButton.LeftButton)
+        held_import.set()
+    assert "stopped; nothing was kept" in failed.args[0]
+    assert tabs.widget.count() == 0
