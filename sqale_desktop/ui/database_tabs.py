@@ -34,6 +34,9 @@ from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.result_model import ResultTableModel
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
+# How long the first rows of a CSV wait for its open to end before they bring up the importing tab.
+PREVIEW_GRACE_MS = 250
+
 
 class DatabaseTabs(QObject):
     """Opens, closes and restores the tabs of ``tabs``; keeps the recent-files menu; marks the tab
@@ -170,15 +173,7 @@ class DatabaseTabs(QObject):
         preview: list[Preview] = []
         ended: list[bool] = []
 
-        def previewed(result: Preview | None) -> None:
-            if result is None or ended:
-                return
-            preview.append(result)
-            for tab in importing:
-                tab.show_preview(result)
-
-        def report(p: ImportProgress) -> None:
-            self.message.emit(p.line())
+        def show_tab() -> None:
             if not importing and not self._closed and not ended:
                 importing.append(_ImportingTab(path.name, self.stop_opening))
                 self._tabs.setCurrentIndex(self._tabs.addTab(importing[0], path.name))
@@ -186,6 +181,22 @@ class DatabaseTabs(QObject):
                 self._empty.hide()
                 for shown in preview:
                     importing[0].show_preview(shown)
+
+        def previewed(result: Preview | None) -> None:
+            if result is None or ended:
+                return
+            preview.append(result)
+            for tab in importing:
+                tab.show_preview(result)
+            # The first rows are ready well before the import's first progress report (which
+            # follows the source's checksum and a first batch: seconds for a 1 GB file), so they
+            # bring the tab up themselves, unless the open ends in the next moment (an unchanged
+            # file reopens from the cache at once: no tab flashes up and away).
+            QTimer.singleShot(PREVIEW_GRACE_MS, self._tabs, show_tab)
+
+        def report(p: ImportProgress) -> None:
+            self.message.emit(p.line())
+            show_tab()
             for tab in importing:
                 tab.show_progress(p)
 

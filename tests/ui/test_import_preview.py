@@ -104,3 +104,35 @@ def test_stop_takes_the_preview_away_with_the_tab(
         held_import.set()
     assert "stopped; nothing was kept" in failed.args[0]
     assert tabs.widget.count() == 0
+
+
+def test_the_preview_brings_the_tab_up_before_the_import_reports_anything(
+    qtbot: Any, tabs: Tabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1 GB file's checksum and first batch take seconds before the first progress report; the
+    first rows must not wait for them.  Here the import reports nothing until released."""
+    import sqale_desktop.ui.database_tabs as database_tabs
+
+    release = threading.Event()
+    resolve = database_tabs.resolve_database
+
+    def silent_then_resolve(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(60), "the test never released the import"
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(database_tabs, "resolve_database", silent_then_resolve)
+    source = tmp_path / "sales.csv"
+    source.write_text("region,amount\n" + "".join(f"North {i},{i}\n" for i in range(5_000)), encoding="utf-8")
+    tabs.window.show()
+    try:
+        tabs.tabs.open_database(source)
+        qtbot.waitUntil(lambda: tabs.widget.count() == 1, timeout=30_000)
+        importing = tabs.widget.widget(0)
+        assert isinstance(importing, _ImportingTab)
+        qtbot.waitUntil(lambda: importing.preview.isVisible(), timeout=30_000)
+        assert _cells(importing.preview, 2) == [["North 0", "0"], ["North 1", "1"]]
+        with qtbot.waitSignal(tabs.tabs.opened, timeout=60_000):
+            release.set()
+    finally:
+        release.set()
+    assert isinstance(tabs.widget.widget(0), DatabasePage)
