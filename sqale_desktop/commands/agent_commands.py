@@ -183,6 +183,9 @@ def run_ask(args: argparse.Namespace) -> int:
     episode: Episode | None = None
     try:
         with _stop_on_ctrl_c(control):
+            warmed = runtime.warm_up(engine, control.event)
+            if warmed is not None and warmed.note:
+                print(f"note: {warmed.note}", file=sys.stderr)
             for event in runtime.episode(engine, db, args.question, control.event):
                 if args.trace:
                     _trace(event, trace_out)

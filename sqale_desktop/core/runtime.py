@@ -29,7 +29,7 @@ from sqale_desktop.core.agent.events import Event
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.engines.base import Engine as Engine  # re-exported: the faces type engines here
-from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.engines.base import SamplingParams, WarmUp
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.settings import Settings
 
@@ -144,6 +144,25 @@ class Runtime:
         """The protocol an episode on ``engine`` runs with: its budgets fitted to the engine's
         context (what :class:`~sqale_desktop.core.agent.events.EpisodeStarted` reports)."""
         return fit_protocol(self.protocol, getattr(engine, "n_ctx", None)) or self.protocol
+
+    def warm_up(self, engine: Engine, cancel: threading.Event) -> WarmUp | None:
+        """Have the system turn every episode on ``engine`` starts with ready before the first
+        question: restored from the state an earlier launch saved, or evaluated and saved
+        (``base.WarmsUp``).  ``ask`` and ``eval run`` call it before their first episode, so a
+        second ``ask`` does not evaluate the system turn again; the window warms up on its model
+        thread with the same prompt.  None for engines with nothing to warm (a server, a replay).
+        """
+        warm = getattr(engine, "warm_up", None)
+        if not callable(warm):
+            return None
+        try:
+            result: WarmUp = warm(self.protocol_for(engine).prompt_head(""), cancel)
+        except KnownError as exc:
+            # Only time is at stake: the first episode evaluates the turn itself, and reports
+            # what is wrong (a context too small for the system prompt) in its own words.
+            log.warning("system-turn warm-up failed: %s", exc)
+            return None
+        return result
 
 
 def resolve(settings: Settings, choice: ModelChoice | None = None) -> Runtime:

@@ -9,6 +9,7 @@ is decided here.  Every engine built is closed when the run's ``ExitStack`` clos
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -78,4 +79,9 @@ def open_engines(
     facts["n_ctx"] = getattr(engine, "n_ctx", runtime.settings.n_ctx)  # clamped to the model's training
     # Where it runs: backend, CPU variant, device ("local CPU (zen4: AVX-512 ...; no GPU found)").
     facts["runs_on"] = engine.describe()
+    # The system turn, restored from an earlier run's saved state or evaluated once, before the
+    # first question (each later episode restores it from memory).
+    warmed = runtime.warm_up(engine, threading.Event())
+    if warmed is not None:
+        facts["system_turn"] = {"tokens": warmed.tokens, "restored": warmed.restored}
     return RunEngines(lambda question, index: engine, facts, runtime.protocol_for(engine))
