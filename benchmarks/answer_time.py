@@ -84,6 +84,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speculative import EPISODES, call_json  # the same episodes, calls written the same way
+
 from sqale_desktop.core import paths
 from sqale_desktop.core.agent.chat_template import assistant_opener
 from sqale_desktop.core.agent.protocol import AgentProtocol
@@ -91,13 +93,8 @@ from sqale_desktop.core.engines.base import EngineStats
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.tools import format as fmt
 
-REPO = Path(__file__).resolve().parent.parent
-EPISODES = Path(
-    os.environ.get("SQALE_SHARED_DATA", REPO.parent / "shared" / "data"), "sqale_episodes", "episodes.json"
-)
 DEFAULT_EPISODE = "Alert share"  # the middle one: 5 rounds, 24 calls, ends with submit_sql
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")
-ARG_NAMES = {"describe_table": ("table_name",), "sample_rows": ("table_name", "limit"), "list_tables": ()}
 TEXT_PARAMETERS = 1.88e9  # Qwen3.5-2B's text parameters (ENGINE-NOTES)
 PAPER_TFLOPS_PER_QUESTION = 224  # M_SQaLe, seed 002 Figure 5
 THINKING_SOURCE = (
@@ -110,14 +107,6 @@ VOCAB_NAME = "ggml-vocab-qwen35.gguf"
 
 
 # -- the episode at token level -------------------------------------------------------------------
-
-
-def call_json(tool: str, positional: list[Any]) -> str:
-    if tool in ("run_query", "submit_sql"):
-        args: dict[str, Any] = {"sql": positional[0]}
-    else:
-        args = dict(zip(ARG_NAMES.get(tool, ()), positional, strict=False))
-    return json.dumps({"tool": tool, "args": args})
 
 
 @dataclass
