@@ -1,7 +1,9 @@
 """Qt tests run offscreen; every test fails if it leaves a worker thread running.
 
-Fixtures shared by the UI tests live here (``make_window``, ``artifacts``, ``themed``); the helpers
-they import are plain functions in ``windows.py``, ``sql_panels.py`` and ``replay_scripts.py``.
+Fixtures shared by the UI tests live here (``make_window``, ``artifacts``, ``themed``, the import tabs'
+``tabs`` and ``held_import``); the helpers
+they import are plain functions in ``windows.py``, ``sql_panels.py``, ``replay_scripts.py`` and
+``import_tabs.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    import threading
+
     from sqale_desktop.core.history import History
     from sqale_desktop.ui.main_window import MainWindow
+    from tests.ui.import_tabs import Tabs
     from tests.ui.windows import WindowFactory
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
@@ -92,3 +97,37 @@ def make_window(qtbot: Any, tmp_path: Path) -> Iterator[WindowFactory]:
     yield make
     for window in windows:
         assert window.shutdown()
+
+
+@pytest.fixture
+def tabs(qtbot: Any) -> Iterator[Tabs]:
+    """The data-file tab bar alone (``import_tabs.Tabs``), closed and its pool drained after."""
+    from tests.ui.import_tabs import Tabs
+
+    made = Tabs(qtbot)
+    yield made
+    made.tabs.close_all()
+    assert made.pool.shutdown()
+    made.tabs.release_all()
+
+
+@pytest.fixture
+def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The import holds after its first batch (its first progress report: the tab is up) until
+    the returned event is set, so "while it still runs" is a state, not a race."""
+    import threading
+
+    from sqale_desktop.core.imports.progress import Meter
+
+    held, release = threading.Event(), threading.Event()
+    count = Meter.count
+
+    def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
+        if held.is_set():
+            assert release.wait(60), "the test never released the import"
+        count(self, rows, bytes_read)
+        held.set()
+
+    monkeypatch.setattr(Meter, "count", count_then_hold)
+    yield release
+    release.set()

@@ -4,7 +4,6 @@ read-only grid under its progress bar, and the database page replaces the tab on
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,37 +11,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView
 
-from sqale_desktop.core.imports.progress import Meter
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.database_tabs import _ImportingTab
-from tests.ui.test_import_tabs import Tabs
-
-
-@pytest.fixture
-def tabs(qtbot: Any) -> Iterator[Tabs]:
-    made = Tabs(qtbot)
-    yield made
-    made.tabs.close_all()
-    assert made.pool.shutdown()
-    made.tabs.release_all()
-
-
-@pytest.fixture
-def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The import holds after its first batch (its first progress report: the tab is up) until
-    the returned event is set, so "while it still runs" is a state, not a race."""
-    held, release = threading.Event(), threading.Event()
-    count = Meter.count
-
-    def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
-        if held.is_set():
-            assert release.wait(60), "the test never released the import"
-        count(self, rows, bytes_read)
-        held.set()
-
-    monkeypatch.setattr(Meter, "count", count_then_hold)
-    yield release
-    release.set()
+from tests.ui.import_tabs import Tabs
 
 
 def _cells(view: QAbstractItemView, rows: int) -> list[list[str]]:
