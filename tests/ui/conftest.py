@@ -1,9 +1,8 @@
 """Qt tests run offscreen; every test fails if it leaves a worker thread running.
 
-Fixtures shared by the UI tests live here (``make_window``, ``artifacts``, ``themed``, the import tabs'
-``tabs`` and ``held_import``); the helpers
-they import are plain functions in ``windows.py``, ``sql_panels.py``, ``replay_scripts.py`` and
-``import_tabs.py``.
+Fixtures shared by the UI tests live here (``make_window``, ``artifacts``, ``themed``, and the
+import tabs' ``tabs`` and ``held_import``); the helpers they import are plain functions in
+``windows.py``, ``sql_panels.py``, ``replay_scripts.py`` and ``import_tabs.py``.
 """
 
 from __future__ import annotations

@@ -95,21 +95,6 @@ def _declare(library: ctypes.CDLL) -> None:
     ]
 
 
-def combined(devices: list[OffloadDevice]) -> OffloadDevice | None:
-    """The devices llama.cpp splits layers over (its default split mode), seen as one."""
-    if not devices:
-        return None
-    if len(devices) == 1:
-        return devices[0]
-    return OffloadDevice(
-        name="+".join(d.name for d in devices),
-        description="; ".join(d.description for d in devices),
-        kind=devices[0].kind,
-        free_bytes=sum(d.free_bytes for d in devices),
-        total_bytes=sum(d.total_bytes for d in devices),
-    )
-
-
 def offload_devices() -> list[OffloadDevice] | None:
     """The GPUs (discrete or integrated) the installed llama.cpp build can offload to.
 
