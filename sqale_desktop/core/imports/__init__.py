@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -44,6 +45,8 @@ __all__ = [
     "kind_of",
     "resolve_database",
 ]
+
+log = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
 TEXT_SUFFIXES = {
@@ -284,19 +287,28 @@ def _build(
     cancel: threading.Event | None,
 ) -> ImportResult:
     from sqale_desktop.core.imports import builder as builder_mod
-    from sqale_desktop.core.imports import foreign_keys
+    from sqale_desktop.core.imports import foreign_keys, names
 
     building = folder / ".building"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True, exist_ok=True)
     target = building / db_path.name
     meter = Meter(sum(p.stat().st_size for p in members), progress, cancel)
-    conn = builder_mod.open_build(target)
-    build = builder_mod.Builder(conn)
+    conn: sqlite3.Connection | None = None
     notes: list[str] = []
     try:
+        written = None
+        if kind == "csv":
+            # One text file: the fast path writes the final file itself, before sqlite3 opens it.
+            meter.start_file(source.name)
+            written = _fast_csv(source, target, names.unique_table(_stem(source), set()), meter)
+        conn = builder_mod.open_build(target)
+        build = builder_mod.Builder(conn)
         files = [m for m in members if not m.name.endswith(".wal")]
         for member in files:
+            if written is not None:
+                build.adopt(written, None, "")
+                continue
             _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=kind == "folder")
         if kind in ("folder", "excel"):
             foreign_keys.infer(build)
@@ -304,7 +316,8 @@ def _build(
         meter.check()
         build.finish()
     except BaseException as exc:
-        conn.close()
+        if conn is not None:
+            conn.close()
         shutil.rmtree(building, ignore_errors=True)
         if isinstance(exc, ImportFailed | KeyboardInterrupt):
             raise
@@ -341,12 +354,36 @@ def _resolve_declared_keys(build: Any) -> None:
         table.foreign_keys = kept
 
 
+def _stem(path: Path) -> str:
+    """The table name a file suggests: its name before the first dot (``sales.csv.gz``: sales)."""
+    return path.name.split(".")[0] if path.name.split(".")[0] else path.stem
+
+
+def _fast_csv(path: Path, target: Path, table_name: str, meter: Meter) -> Any:
+    """The table the fast CSV path (:mod:`.fast_text`) wrote into ``target``, or None when the file
+    is small or the general path must import it (the reason is logged)."""
+    from sqale_desktop.core.imports import fast_text
+
+    if not fast_text.wanted(path):
+        return None
+    try:
+        return fast_text.write_table(path, target, table_name, path.name, meter)
+    except fast_text.NotFast as exc:
+        log.info("%s: imported by the general text path (%s)", path.name, exc)
+        return None
+
+
 def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str], in_folder: bool) -> None:
     from sqale_desktop.core.imports import excel, json_source, text, typed
 
     meter.start_file(path.name)
-    stem = path.name.split(".")[0] if path.name.split(".")[0] else path.stem
+    stem = _stem(path)
     if kind == "csv":
+        scratch = Path(build.conn.execute("PRAGMA database_list").fetchone()[2]).with_suffix(".fast")
+        fast = _fast_csv(path, scratch, "t", meter) if in_folder else None
+        if fast is not None:
+            build.adopt(fast, scratch, stem)
+            return
         try:
             build.stage_text(text.read_csv(path, meter, stem), path.name)
         except UnicodeDecodeError:

@@ -57,6 +57,13 @@ class StagedTable:
     unique: list[list[str]] = field(default_factory=list)
     # (column, referenced table, referenced column, why)
     foreign_keys: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # Already the final table of the new file (the fast CSV path wrote it there): nothing to copy.
+    in_place: bool = False
+
+    @property
+    def rows_from(self) -> str:
+        """Where its rows are, for a ``FROM``: the staged table, or ``stage`` itself when in place."""
+        return self.stage if self.in_place else f"stage.{self.stage}"
 
 
 def open_build(path: Path) -> sqlite3.Connection:
@@ -193,6 +200,29 @@ class Builder:
         self.staged.append(staged)
         return staged
 
+    def adopt(self, staged: StagedTable, written: Path | None, raw_name: str) -> StagedTable:
+        """Take a table the fast CSV path wrote: in place in the new file (``written`` None; its name
+        is already final), or in a file of its own, ``written``, whose table is copied into the
+        staging database (in C) and the file deleted; its columns' expressions then read the copy,
+        and it is named after ``raw_name`` like any staged table."""
+        if written is None:
+            self.taken.add(staged.name.casefold())
+            staged.in_place = True
+        else:
+            staged.name = names.unique_table(raw_name, self.taken)
+            stage = self._stage_name()
+            self.conn.execute("ATTACH DATABASE ? AS fast", (str(written),))
+            try:
+                written_table = staged.stage.replace("main.", "fast.", 1)
+                self.conn.execute(f"CREATE TABLE stage.{stage} AS SELECT * FROM {written_table}")
+            finally:
+                self.conn.execute("DETACH DATABASE fast")
+                with contextlib.suppress(FileNotFoundError):
+                    written.unlink()
+            staged.stage = stage
+        self.staged.append(staged)
+        return staged
+
     def _insert(self, stage: str, width: int, batch: Sequence[Sequence[Any]]) -> None:
         """Append ``batch`` (rows of exactly ``width`` cells) to the staged table.
 
@@ -256,12 +286,13 @@ class Builder:
                 "its source"
             )
             for table in self.staged:
-                self.conn.execute(create_sql(table))
-                select = ", ".join(c.expression for c in table.columns)
-                self.conn.execute(
-                    f"INSERT INTO main.{names.quote(table.name)} SELECT {select} FROM stage.{table.stage}"
-                )
-                self.conn.execute(f"DROP TABLE stage.{table.stage}")
+                if not table.in_place:
+                    self.conn.execute(create_sql(table))
+                    select = ", ".join(c.expression for c in table.columns)
+                    self.conn.execute(
+                        f"INSERT INTO main.{names.quote(table.name)} SELECT {select} FROM {table.rows_from}"
+                    )
+                    self.conn.execute(f"DROP TABLE {table.rows_from}")
                 self.conn.executemany(
                     "INSERT INTO _columns VALUES (?, ?, ?, ?, ?)",
                     [(table.name, c.name, c.original, i, c.type) for i, c in enumerate(table.columns, 1)],

@@ -35,7 +35,7 @@ def _key_of(builder: Builder, table: StagedTable) -> Column | None:
             continue
         expr = column.expression
         total, distinct, filled = builder.query(
-            f"SELECT COUNT(*), COUNT(DISTINCT {expr}), COUNT({expr}) FROM stage.{table.stage}"
+            f"SELECT COUNT(*), COUNT(DISTINCT {expr}), COUNT({expr}) FROM {table.rows_from}"
         )[0]
         if total and total == distinct == filled:
             return column
@@ -71,8 +71,8 @@ def infer(builder: Builder) -> None:
                 filled, missing = builder.query(
                     f"SELECT COUNT({column.expression}), COUNT({column.expression}) - "
                     f"COUNT(CASE WHEN {column.expression} IN "
-                    f"(SELECT {key.expression} FROM stage.{parent.stage}) "
-                    f"THEN 1 END) FROM stage.{child.stage}"
+                    f"(SELECT {key.expression} FROM {parent.rows_from}) "
+                    f"THEN 1 END) FROM {child.rows_from}"
                 )[0]
                 if not filled or missing:
                     continue

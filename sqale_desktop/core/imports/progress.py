@@ -78,6 +78,7 @@ class Meter:
         self.rows = 0
         self.source = ""
         self._done_before = 0  # bytes of the files already imported (a folder)
+        self._rows_before = 0  # rows of the files already imported
         self._bytes = 0
         self._progress = progress
         self._cancel = cancel
@@ -87,9 +88,15 @@ class Meter:
 
     def start_file(self, name: str) -> None:
         self._done_before += self._bytes
+        self._rows_before = self.rows
         self._bytes = 0
         self.source = name
         self.check()
+
+    def rewind(self) -> None:
+        """The current file is read again from its start: its rows and bytes so far stop counting."""
+        self.rows = self._rows_before
+        self._bytes = 0
 
     def count(self, rows: int, bytes_read: int | None = None) -> None:
         """``rows`` more rows imported; ``bytes_read`` of the current file read so far."""

@@ -209,9 +209,22 @@ def sniff_delimiter(text: str, suffix: str) -> str | None:
     return best
 
 
-def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -> TextTable:
-    """The table in the delimited text file ``path``; raises :class:`ImportFailed` for a file
-    with no header, or that is not text."""
+@dataclass
+class Layout:
+    """How a delimited text file reads, found from its first bytes and rows: the codec, the
+    delimiter, the rows above the header (blank lines and titles), the header, the data rows among
+    the first ones read, and the notes a person should see (codec, delimiter, skipped lines)."""
+
+    codec: str
+    delimiter: str
+    skipped: list[list[str]]
+    header: list[str]
+    first_rows: list[list[str]]
+    notes: list[str]
+
+
+def _open_layout(path: Path, encoding: str | None) -> tuple[Layout, Iterator[list[str]], IO[str], _Counting]:
+    """The file's :class:`Layout`, with the open reader positioned after its first rows."""
     sample = read_sample(path)
     if not sample.strip():
         raise ImportFailed(f"{path.name} is empty: there is no header and no row to import.")
@@ -237,6 +250,9 @@ def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -
     except csv.Error as exc:
         text.close()
         raise ImportFailed(f"{path.name} line {reader.line_num}: {exc}") from exc
+    except BaseException:
+        text.close()
+        raise
     skipped, header, rest = split_header(first)
     if header is None:
         text.close()
@@ -246,11 +262,26 @@ def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -
             f"{len(skipped)} line(s) above the header skipped: "
             + " / ".join(" ".join(c for c in row if c)[:80] for row in skipped)
         )
-    headers = list(header)
-    table = TextTable(name, headers, iter(()), decimal_comma=delimiter == ";", notes=notes)
-    table.batches = _batches(rest, reader, text, counter, meter, path.name, table)
     if delimiter != ",":
         notes.append("separated by " + {"\t": "tabs", ";": "semicolons", "|": "bars"}[delimiter])
+    return Layout(codec, delimiter, skipped, list(header), rest, notes), reader, text, counter
+
+
+def sniff(path: Path, encoding: str | None = None) -> Layout:
+    """The :class:`Layout` of ``path`` (reads its first rows only); raises like :func:`read_csv`."""
+    layout, _reader, text, _counter = _open_layout(path, encoding)
+    text.close()
+    return layout
+
+
+def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -> TextTable:
+    """The table in the delimited text file ``path``; raises :class:`ImportFailed` for a file
+    with no header, or that is not text."""
+    layout, reader, text, counter = _open_layout(path, encoding)
+    table = TextTable(
+        name, list(layout.header), iter(()), decimal_comma=layout.delimiter == ";", notes=list(layout.notes)
+    )
+    table.batches = _batches(layout.first_rows, reader, text, counter, meter, path.name, table)
     return table
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 INTEGER = "INTEGER"
 REAL = "REAL"
@@ -48,6 +49,16 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     TIME: _lines(_CLOCK),
 }
 _REAL_COMMA_PATTERN = _lines(_REAL_COMMA)
+# The same forms for one cell at a time (RE2 syntax, which these patterns share with ``re``).
+_ANCHORED = {
+    INTEGER: f"^(?:{_INT})$",
+    REAL: f"^(?:{_REAL})$",
+    BOOLEAN: f"^(?:{_BOOL})$",
+    DATE: f"^(?:{_DATE})$",
+    DATETIME: f"^(?:{_DATETIME})$",
+    TIME: f"^(?:{_CLOCK})$",
+}
+_ANCHORED_REAL_COMMA = f"^(?:{_REAL_COMMA})$"
 _NINETEEN_DIGITS = re.compile(r"(?m)^-?[0-9]{19}$")
 _SIXTEEN_DIGITS = re.compile(r"[0-9]{16}")
 _INT64_MAX = 2**63 - 1
@@ -98,6 +109,50 @@ class ColumnGuess:
                 continue
             if kind == INTEGER and not _fits_int64(joined):
                 continue
+            kept.append(kind)
+        self.candidates = kept
+
+    def update_arrow(self, cells: Any) -> None:
+        """:meth:`update` for an Arrow string array (empty cells already null), with the same
+        patterns run by Arrow's RE2 kernels, cell by cell, instead of Python's ``re`` on a joined
+        batch: the fast CSV path (:mod:`.fast_text`) never turns its cells into Python strings."""
+        if not self.candidates:
+            return
+        import pyarrow.compute as pc
+
+        values = cells.drop_null()
+        if len(values) == 0:
+            return
+        self.seen_value = True
+
+        def every(pattern: str) -> bool:
+            return bool(pc.all(pc.match_substring_regex(values, pattern)).as_py())
+
+        def some(substring: str) -> bool:
+            return bool(pc.any(pc.match_substring(values, substring)).as_py())
+
+        kept: list[str] = []
+        for kind in self.candidates:
+            if kind == REAL and self.decimal_comma and some(","):
+                if not some(".") and every(_ANCHORED_REAL_COMMA):
+                    self.comma_seen = True
+                    kept.append(kind)
+                continue
+            if kind == REAL and self.comma_seen:
+                continue
+            if kind == REAL and INTEGER in kept:
+                if not bool(pc.any(pc.match_substring_regex(values, _SIXTEEN_DIGITS.pattern)).as_py()):
+                    kept.append(kind)
+                continue
+            if kind == DATETIME and DATE in kept:
+                kept.append(kind)
+                continue
+            if not every(_ANCHORED[kind]):
+                continue
+            if kind == INTEGER:
+                long = values.filter(pc.greater_equal(pc.utf8_length(values), 19))
+                if len(long) and not _fits_int64("\n".join(long.to_pylist())):
+                    continue
             kept.append(kind)
         self.candidates = kept
 
