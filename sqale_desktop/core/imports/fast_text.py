@@ -22,8 +22,9 @@ cell becomes a Python object:
 
 What this path does not do it leaves to the general one by raising :class:`NotFast` before anything
 is kept: rows with more or fewer fields than the header (the general path pads them and says so),
-an encoding other than UTF-8, bytes that are not valid UTF-8, or any cell pyarrow reads differently
-from Python's ``csv`` (checked on the first rows).
+more columns than a table holds, bytes the file's codec does not decode (the general path falls
+back to Latin-1), or any cell pyarrow reads differently from Python's ``csv`` (checked on the
+first rows).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.imports import names, text
-from sqale_desktop.core.imports.builder import Column, StagedTable, create_sql
+from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable, create_sql
 from sqale_desktop.core.imports.progress import ImportFailed, Meter
 from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess
 
@@ -74,9 +75,9 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
     path must import the file, :class:`ImportFailed` for a file no path imports.
     """
     layout = text.sniff(path)
-    if layout.codec not in ("utf-8", "utf-8-sig"):
-        raise NotFast(f"encoded as {layout.codec}")
     width = len(layout.header)
+    if width > MAX_COLUMNS:
+        raise NotFast(f"{width:,} columns: the general path says how many a table can hold")
     if width == 0 or any(len(row) != width for row in layout.first_rows if row):
         raise NotFast("the first rows do not all have the header's number of fields")
     guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
@@ -130,9 +131,10 @@ def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any]:
     width = len(layout.header)
     read = pcsv.ReadOptions(
         block_size=BLOCK_BYTES,
-        skip_rows=len(layout.skipped) + 1,
+        skip_rows_after_names=len(layout.skipped) + 1,  # CSV rows (skip_rows counts lines)
         column_names=[f"c{i}" for i in range(width)],
-        encoding="utf8",
+        # pyarrow skips a UTF-8 BOM itself; other codecs it decodes with Python's codec, as csv does
+        encoding="utf8" if layout.codec in ("utf-8", "utf-8-sig") else layout.codec,
     )
     parse = pcsv.ParseOptions(
         delimiter=layout.delimiter,

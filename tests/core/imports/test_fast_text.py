@@ -1,0 +1,214 @@
+"""The fast CSV path (pyarrow + ADBC) makes the database the general path makes, cell for cell.
+
+Every real delimited file in ``files/`` is imported twice, through each path, and the two
+databases compared: the schema (declared types, original names in comments), the ``_columns``
+note, every value with its storage class, and the notes.  Then what only a large file meets: a
+type that changes after the first guess, a ragged row or a bad byte far down, Stop mid-import.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqale_desktop.core import imports
+from sqale_desktop.core.imports import ImportCancelled, fast_text, import_source
+
+pytestmark = pytest.mark.usefixtures("untouched")
+
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".tab")
+
+
+def dump(db_path: Path) -> dict[str, Any]:
+    """Everything a person or the agent can see of an imported database."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        schema = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        tables: dict[str, Any] = {}
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')]
+            values = conn.execute(f'SELECT * FROM "{name}" ORDER BY rowid').fetchall()
+            kinds: list[tuple[Any, ...]] = [() for _ in values]
+            for start in range(0, len(columns), 1000):  # a result holds at most 2,000 columns
+                typeofs = ", ".join(f'typeof("{c}")' for c in columns[start : start + 1000])
+                for i, row in enumerate(conn.execute(f'SELECT {typeofs} FROM "{name}" ORDER BY rowid')):
+                    kinds[i] += row
+            tables[name] = list(zip(values, kinds, strict=True))
+        return {"schema": schema, "tables": tables}
+    finally:
+        conn.close()
+
+
+def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Any, Any, bool]:
+    """(general path's import, fast path's import, whether the fast path took the file)."""
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 1 << 62)
+    general = import_source(path)
+    general_dump = dump(general.db_path), general.summary, general.notes
+    monkeypatch.setenv("SQALE_DESKTOP_HOME", str(tmp_path / "fast-home"))
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    taken: list[bool] = []
+    real_write = fast_text.write_table
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        try:
+            table = real_write(*args, **kwargs)
+        except fast_text.NotFast:
+            taken.append(False)
+            raise
+        taken.append(True)
+        return table
+
+    monkeypatch.setattr(fast_text, "write_table", spy)
+    fast = import_source(path)
+    return general_dump, (dump(fast.db_path), fast.summary, fast.notes), bool(taken and taken[-1])
+
+
+def test_every_real_text_file_imports_the_same_both_ways(
+    files: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    paths = sorted(p for p in files.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    assert len(paths) >= 25
+    fast_taken = []
+    for path in paths:
+        monkeypatch.setenv("SQALE_DESKTOP_HOME", str(tmp_path / path.name / "general-home"))
+        try:
+            general, fast, taken = both_ways(path, monkeypatch, tmp_path / path.name)
+        except imports.ImportFailed as exc:
+            # A file neither path imports (empty, binary, prose) must be refused by the fast one too.
+            monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+            with pytest.raises(imports.ImportFailed) as again:
+                import_source(path)
+            assert str(again.value) == str(exc)
+            continue
+        assert fast == general, path.name
+        if taken:
+            fast_taken.append(path.name)
+    # The files the fast path declines are the ones with other encodings and ragged rows.
+    assert len(fast_taken) >= 15, fast_taken
+    assert "fivethirtyeight__state_legislative_district_analysis.csv" in fast_taken
+    assert "frictionless__table-with-accents.csv" in fast_taken  # ; with decimal commas
+    assert "quotes_and_newlines.csv" in fast_taken
+
+
+def write_csv(path: Path, header: str, lines: list[str]) -> Path:
+    path.write_text(header + "\n" + "\n".join(lines) + "\n", encoding="utf-8", newline="")
+    return path
+
+
+def test_a_type_broken_after_the_first_guess_is_imported_with_the_whole_files_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
+) -> None:
+    """The first 8 MB (here 2 KB) say INTEGER and REAL; a later cell says TEXT: the table is written
+    again with that type, every cell exactly as the file has it ("1.50" is not 1.5)."""
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "GUESS_BYTES", 2048)
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 1024)
+    lines = [f"{i},{i}.50,{i % 2 == 0}" for i in range(20_000)]
+    lines[15_000] = "n/a,also n/a,true"
+    path = write_csv(tmp_path / "late.csv", "id,price,even", lines)
+    result = import_source(path)
+    got = rows(result.db_path, "SELECT id, typeof(id), price, even, typeof(even) FROM late ORDER BY rowid")
+    assert len(got) == 20_000
+    assert got[1] == ("1", "text", "1.50", 0, "integer")
+    assert got[15_000] == ("n/a", "text", "also n/a", 1, "integer")
+    declared = rows(result.db_path, "SELECT type FROM _columns WHERE table_name = 'late' ORDER BY position")
+    assert declared == [("TEXT",), ("TEXT",), ("BOOLEAN",)]
+
+
+def test_a_column_empty_at_first_takes_the_type_of_its_later_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
+) -> None:
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "GUESS_BYTES", 1024)
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 1024)
+    lines = [f"{i}," for i in range(5000)] + [f"{i},{i * 2}" for i in range(5000, 6000)]
+    result = import_source(write_csv(tmp_path / "sparse.csv", "id,later", lines))
+    assert rows(result.db_path, "SELECT count(later), typeof(max(later)), max(later) FROM sparse") == [
+        (1000, "integer", 11998)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "note"),
+    [
+        ("1,2,3,4", "had more fields than the header"),
+        ("1", "had fewer fields than the header"),
+    ],
+)
+def test_a_ragged_row_far_down_goes_to_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any, bad_line: str, note: str
+) -> None:
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 4096)
+    lines = [f"{i},{i},{i}" for i in range(10_000)]
+    lines[9_000] = bad_line
+    result = import_source(write_csv(tmp_path / "ragged.csv", "a,b,c", lines))
+    assert rows(result.db_path, "SELECT count(*) FROM ragged") == [(10_000,)]
+    assert any(note in n for n in result.notes), result.notes
+
+
+def test_a_byte_that_is_not_utf8_far_down_goes_to_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
+) -> None:
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 4096)
+    body = "".join(f"{i},caf\u00e9\n" for i in range(40_000)).encode()
+    path = tmp_path / "mixed.csv"
+    path.write_bytes(b"id,name\n" + body + b"40000,caf\xe9\n")  # past the 256 KB the codec is found from
+    result = import_source(path)
+    assert rows(result.db_path, "SELECT count(*), max(id) FROM mixed") == [(40_001, 40_000)]
+    assert any("read as Latin-1" in n for n in result.notes), result.notes
+
+
+def test_a_large_gzipped_csv_takes_the_fast_path(tmp_path: Path, rows: Any) -> None:
+    """Over :data:`fast_text.MIN_BYTES` with the defaults; the fast path's page size shows it."""
+    lines = [f"{i},name {i},{i / 4},0{i % 999:03d}" for i in range(400_000)]
+    path = tmp_path / "big.csv.gz"
+    data = ("id,name,score,code\n" + "\n".join(lines) + "\n").encode()
+    path.write_bytes(gzip.compress(data, compresslevel=0))
+    assert path.stat().st_size >= fast_text.MIN_BYTES
+    result = import_source(path)
+    assert rows(result.db_path, "PRAGMA page_size") == [(fast_text.PAGE_SIZE,)]
+    assert rows(result.db_path, "SELECT count(*), sum(id), typeof(score), max(code) FROM big") == [
+        (400_000, sum(range(400_000)), "real", "0998")
+    ]
+
+
+def test_stop_mid_import_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqale_desktop.core import paths
+
+    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
+    path = write_csv(tmp_path / "stop.csv", "a,b", [f"{i},{i}" for i in range(200_000)])
+    cancel = threading.Event()
+    seen: list[int] = []
+
+    def progress(report: imports.ImportProgress) -> None:
+        seen.append(report.rows)
+        if report.rows > 0:
+            cancel.set()
+
+    with pytest.raises(ImportCancelled):
+        import_source(path, progress=progress, cancel=cancel)
+    assert seen and 0 < max(seen) < 200_000
+    left = [p for p in paths.cache_dir().rglob("*") if p.is_file()]
+    assert left == []
+    assert not [t for t in threading.enumerate() if t.name == "csv-parse"]  # joined before the raise
+
+
+def test_decimal_commas_and_quoted_header_lines_import_the_same_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [f'{i};"{i},25";"Zeile {i}";{"wahr" if i % 2 else "1"}' for i in range(3000)]
+    path = write_csv(tmp_path / "de.csv", 'Nr;"Betrag\n(EUR)";Text;Flag', lines)
+    monkeypatch.setenv("SQALE_DESKTOP_HOME", str(tmp_path / "general-home"))
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    assert taken
+    assert fast == general
+    first = ((0, 0.25, "Zeile 0", "1"), ("integer", "real", "text", "text"))  # wahr/1: mixed, text
+    assert general[0]["tables"]["de"][0] == first
