@@ -34,6 +34,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,7 @@ def _write(
                 wide = regroup.add(_convert(batch, kinds, guesses))
                 put((wide, batch.num_rows, position))
             put(("tail", regroup.rest(), 0))
+            busy.append(time.thread_time())
         except BaseException as exc:  # handed to the writer's thread, which raises it
             put(("error", exc, 0))
 
@@ -273,6 +275,7 @@ def _write(
                 yield item
 
     failure: list[BaseException] = []
+    busy: list[float] = []  # the parsing thread's CPU seconds, for the log
 
     def guarded() -> Iterator[Any]:
         try:
@@ -294,8 +297,15 @@ def _write(
             cursor.execute(create_sql(staged))
             cursor.execute("BEGIN")
             worker.start()
+            started = time.thread_time()
             try:
                 cursor.executemany(insert_many, pa.RecordBatchReader.from_batches(wide_schema, guarded()))
+                log.debug(
+                    "%s: parsing and checking %.2f CPU-s, writing %.2f CPU-s",
+                    path.name,
+                    busy[0] if busy else -1.0,
+                    time.thread_time() - started,
+                )
             except Exception as exc:
                 if failure:
                     raise failure[0] from None

@@ -86,7 +86,11 @@ def test_the_arrow_guess_is_the_same_guess(cells: list[str | None], comma: bool)
     st.lists(
         st.one_of(
             st.from_regex(r"-?[0-9]{1,20}(\.[0-9]{0,3})?", fullmatch=True),
-            st.sampled_from(["", "true", "2024-02-30", "12:61", "1e5", "0,5", "x", "-0", "00"]),
+            st.from_regex(r"[-+ ]?(0x)?[0-9]{0,3}[.,]?[0-9]{0,3}([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+            st.sampled_from(
+                ["", "true", "TRUE", "2024-02-30", "2024-02-29", "0000-01-01", "2024-1-05", "12:61", "1e5"]
+                + ["0,5", "x", "-0", "00", "-00", "0.5", "-0.5", "05.5", "inf", "nan", "0x10", " 1", "+1"]
+            ),
         ),
         min_size=1,
         max_size=12,
