@@ -132,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here rather than at exit, where it cannot be caught
     except BrokenPipeError:
         return _pipe_closed()
+    except KeyboardInterrupt:
+        # Ctrl+C: the command cleaned up on its way out (an import keeps nothing), so no traceback.
+        print(f"sqale-desktop {args.command}: stopped (Ctrl+C)", file=sys.stderr)
+        return 130
     except Exception as exc:
         if not is_known(exc):
             # a bug: the traceback is what is needed to fix it, in the log file and on the terminal

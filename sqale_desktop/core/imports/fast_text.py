@@ -22,9 +22,9 @@ cell becomes a Python object:
 
 What this path does not do it leaves to the general one by raising :class:`NotFast` before anything
 is kept: rows with more or fewer fields than the header (the general path pads them and says so),
-more columns than a table holds, bytes the file's codec does not decode (the general path falls
-back to Latin-1), or any cell pyarrow reads differently from Python's ``csv`` (checked on the
-first rows).
+more columns than a table holds, a codec other than UTF-8 or bytes that are not valid UTF-8 (the
+general path falls back to Latin-1), or any cell pyarrow reads differently from Python's ``csv``
+(checked on the first rows).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import contextlib
 import logging
 import os
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -76,6 +77,9 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
     path must import the file, :class:`ImportFailed` for a file no path imports.
     """
     layout = text.sniff(path)
+    if layout.codec not in ("utf-8", "utf-8-sig"):
+        # Arrow decodes other codecs through a Python codec object, called from its own threads
+        raise NotFast(f"encoded as {layout.codec}")
     width = len(layout.header)
     if width > MAX_COLUMNS:
         raise NotFast(f"{width:,} columns: the general path says how many a table can hold")
@@ -123,19 +127,28 @@ def _staged(
     return StagedTable(table_name, source, f"main.{names.quote(table_name)}", columns, rows, notes)
 
 
-def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any]:
-    """A pyarrow streaming reader over the data rows of ``path`` (all text), and the byte counter."""
+def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any, Any]:
+    """A pyarrow streaming reader over the data rows of ``path`` (all text), the file it reads
+    (whose ``tell()`` is the bytes read from disk) and the stream to close.
+
+    The file is opened by Arrow itself (and a ``.gz`` decompressed by it), never given to it as a
+    Python file object: Arrow reads ahead in threads of its own, and a Python object read from one
+    of them at the moment the interpreter exits (Ctrl+C) crashes the process."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    stream, counter = text.open_bytes(path)
+    # Arrow's own Ctrl+C handling (a signal handler for the length of each read, with a thread that
+    # wakes Python) crashed the interpreter at exit when Ctrl+C came early in an import; Python's
+    # handler alone is enough here: the main thread sees KeyboardInterrupt between two batches.
+    pa.enable_signal_handlers(False)
+    raw = pa.OSFile(str(path))
+    stream = pa.CompressedInputStream(raw, "gzip") if path.suffix.lower() == ".gz" else raw
     width = len(layout.header)
     read = pcsv.ReadOptions(
         block_size=BLOCK_BYTES,
         skip_rows_after_names=len(layout.skipped) + 1,  # CSV rows (skip_rows counts lines)
         column_names=[f"c{i}" for i in range(width)],
-        # pyarrow skips a UTF-8 BOM itself; other codecs it decodes with Python's codec, as csv does
-        encoding="utf8" if layout.codec in ("utf-8", "utf-8-sig") else layout.codec,
+        encoding="utf8",  # a UTF-8 BOM is skipped by pyarrow
     )
     parse = pcsv.ParseOptions(
         delimiter=layout.delimiter,
@@ -152,20 +165,21 @@ def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any]:
         quoted_strings_can_be_null=True,
     )
     try:
-        return pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert), counter
-    except pa.ArrowInvalid as exc:
+        reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
+    except pa.ArrowException as exc:
         stream.close()
         raise NotFast(f"pyarrow cannot read it: {exc}") from exc
     except BaseException:
         stream.close()
         raise
+    return reader, raw, stream
 
 
 def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
     """The file's record batches (all text), each with the bytes read from disk so far."""
     import pyarrow as pa
 
-    reader, counter = _reader(path, layout)
+    reader, raw, stream = _reader(path, layout)
     first = True
     try:
         while True:
@@ -173,7 +187,7 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
                 batch = reader.read_next_batch()
             except StopIteration:
                 return
-            except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+            except pa.ArrowException as exc:  # a ragged row, bytes that are not UTF-8, a bad .gz
                 raise NotFast(f"pyarrow stops reading it: {str(exc).splitlines()[0]}") from exc
             if first:
                 first = False
@@ -181,9 +195,10 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
                 got = [list(r.values()) for r in batch.slice(0, len(expected)).to_pylist()]
                 if got != expected[: len(got)]:
                     raise NotFast("pyarrow splits the first rows differently from Python's csv")
-            yield batch, counter.count
+            yield batch, raw.tell()
     finally:
         reader.close()
+        stream.close()
 
 
 def _update(guesses: list[ColumnGuess], batch: Any) -> None:
@@ -205,6 +220,10 @@ def _guess(
             break
 
 
+class _Stopped(Exception):
+    """The importing thread stopped the write (Stop, Ctrl+C, an error of its own)."""
+
+
 def _write(
     path: Path,
     layout: text.Layout,
@@ -217,8 +236,12 @@ def _write(
     check: bool,
 ) -> int:
     """Write every row of ``path`` into the new file ``target`` with the column types ``kinds``;
-    with ``check``, raise :class:`_Retype` when a batch does not fit them."""
-    import adbc_driver_sqlite.dbapi as adbc
+    with ``check``, raise :class:`_Retype` when a batch does not fit them.
+
+    Three threads: one parses, checks and converts; one writes (the ADBC driver pulls the batches
+    from the first through a queue); the calling thread only reports progress and watches for
+    Stop and Ctrl+C, so that both reach it at once (a signal is delivered to the main thread, and
+    the driver's own Ctrl+C handling there would cancel a statement SQLite cannot cancel)."""
     import pyarrow as pa
 
     width = len(kinds)
@@ -226,14 +249,12 @@ def _write(
     staged = _staged(layout, guesses, kinds, table_name, source, 0)
     types = [_arrow_type(kind) for kind in kinds]
     wide_schema = pa.schema([(f"p{i}", types[i % width]) for i in range(width * per)])
-    one = "(" + ", ".join("?" * width) + ")"
-    insert_many = f"INSERT INTO {names.quote(table_name)} VALUES " + ", ".join([one] * per)
-    insert_one = f"INSERT INTO {names.quote(table_name)} VALUES {one}"
 
     handoff: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_DEPTH)
     stop = threading.Event()
-    tail: list[Any] = []  # rows left over after the last group of ``per``
-    rows = [0]
+    done = {"rows": 0, "position": 0}  # what the writer has taken, for the progress bar
+    failure: list[BaseException] = []  # the first error of either thread: the one to raise
+    busy: list[float] = []  # the parsing thread's CPU seconds, for the log
 
     def put(item: Any) -> None:
         while not stop.is_set():
@@ -258,70 +279,121 @@ def _write(
                 put((wide, batch.num_rows, position))
             put(("tail", regroup.rest(), 0))
             busy.append(time.thread_time())
-        except BaseException as exc:  # handed to the writer's thread, which raises it
-            put(("error", exc, 0))
+        except BaseException as exc:
+            failure.append(exc)
+            put(("error", None, 0))
 
     def wide_batches() -> Iterator[Any]:
-        while True:
-            item, count, position = handoff.get()
+        """The batches for the driver.  A stop ends the stream instead of raising: an exception
+        raised through Arrow's C++ reader is kept by it with its traceback, and released after the
+        interpreter has begun to exit, which crashed it; the writer then sees the stop itself."""
+        while not stop.is_set():
+            try:
+                item, count, position = handoff.get(timeout=0.1)
+            except queue.Empty:
+                continue
             if isinstance(item, str):
-                if item == "error":
-                    raise count
-                tail.append(count)
+                if item == "tail":
+                    tails.append(count)
+                    complete.set()
                 return
-            rows[0] += count
-            meter.count(count, position)
+            done["rows"] += count
+            done["position"] = position
             if item is not None:
                 yield item
 
-    failure: list[BaseException] = []
-    busy: list[float] = []  # the parsing thread's CPU seconds, for the log
+    tails: list[Any] = []
+    complete = threading.Event()  # the parser handed over every row
 
-    def guarded() -> Iterator[Any]:
+    def write() -> None:
+        started = time.thread_time()
         try:
-            yield from wide_batches()
+            batches = pa.RecordBatchReader.from_batches(wide_schema, wide_batches())
+            _insert_all(target, staged, per, batches, tails, complete)
+            log.debug(
+                "%s: parsing and checking %.2f CPU-s, writing %.2f CPU-s",
+                path.name,
+                busy[0] if busy else -1.0,
+                time.thread_time() - started,
+            )
         except BaseException as exc:
-            failure.append(exc)  # the driver reports it as its own error: this is the real one
-            raise
+            failure.append(exc)
 
+    parser = threading.Thread(target=produce, name="csv-parse", daemon=True)
+    writer = threading.Thread(target=write, name="csv-write", daemon=True)
+    reported = 0
+    try:
+        # Started inside the ``try``: a Ctrl+C between the two starts must still stop the first;
+        # a thread left running into the interpreter's exit crashes it in Arrow's code.
+        parser.start()
+        writer.start()
+        while writer.is_alive():
+            writer.join(0.1)
+            rows = done["rows"]
+            meter.count(rows - reported, done["position"])  # raises ImportCancelled on Stop
+            reported = rows
+    finally:
+        stop.set()
+        _join(writer)
+        _join(parser)
+    if failure:
+        first = next((f for f in failure if not isinstance(f, _Stopped)), failure[0])
+        if isinstance(first, _Stopped):
+            raise ImportFailed(f"{path.name} could not be imported: the writer stopped")
+        import adbc_driver_manager
+
+        if isinstance(first, adbc_driver_manager.Error):
+            # As sqlite3 says it, so that the import's one mapping of errors (a full disk) applies.
+            raise sqlite3.OperationalError(str(first).splitlines()[0]) from first
+        raise first
+    return reported
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait for ``thread`` (told to stop) to end, if it started, through a second Ctrl+C too: the
+    first is on its way up already, and the thread ends within one batch."""
+    while thread.ident is not None and thread.is_alive():
+        with contextlib.suppress(KeyboardInterrupt):
+            thread.join()
+
+
+def _insert_all(
+    target: Path, staged: StagedTable, per: int, batches: Any, tails: list[Any], complete: threading.Event
+) -> None:
+    """Create ``staged``'s table in the new file ``target`` and insert ``batches`` (``per`` rows a
+    statement), then the rows left in ``tails``, in one transaction; the only connection on it.
+    Committed only when ``complete`` says the batches were all the rows: a stream that ended early
+    (Stop, an error) is rolled back."""
+    import adbc_driver_sqlite.dbapi as adbc
+
+    width = len(staged.columns)
+    one = "(" + ", ".join("?" * width) + ")"
+    name = names.quote(staged.name)
     conn = adbc.connect(str(target), autocommit=True)
-    worker = threading.Thread(target=produce, name="csv-parse", daemon=True)
     try:
         cursor = conn.cursor()
         try:
-            pragmas = (f"PRAGMA page_size={PAGE_SIZE}", "PRAGMA journal_mode=OFF", "PRAGMA synchronous=OFF")
-            for pragma in pragmas:
+            for pragma in (
+                f"PRAGMA page_size={PAGE_SIZE}",
+                "PRAGMA journal_mode=OFF",
+                "PRAGMA synchronous=OFF",
+            ):
                 cursor.execute(pragma)
                 with contextlib.suppress(Exception):
                     cursor.fetchall()
             cursor.execute(create_sql(staged))
             cursor.execute("BEGIN")
-            worker.start()
-            started = time.thread_time()
-            try:
-                cursor.executemany(insert_many, pa.RecordBatchReader.from_batches(wide_schema, guarded()))
-                log.debug(
-                    "%s: parsing and checking %.2f CPU-s, writing %.2f CPU-s",
-                    path.name,
-                    busy[0] if busy else -1.0,
-                    time.thread_time() - started,
-                )
-            except Exception as exc:
-                if failure:
-                    raise failure[0] from None
-                raise ImportFailed(f"{path.name} could not be written: {exc}") from exc
-            for rest in tail:
+            cursor.executemany(f"INSERT INTO {name} VALUES " + ", ".join([one] * per), batches)
+            if not complete.is_set():
+                raise _Stopped()
+            for rest in tails:
                 if rest is not None and rest.num_rows:
-                    cursor.executemany(insert_one, rest)
+                    cursor.executemany(f"INSERT INTO {name} VALUES {one}", rest)
             cursor.execute("COMMIT")
         finally:
-            stop.set()
             cursor.close()
     finally:
         conn.close()
-        if worker.is_alive():
-            worker.join()
-    return rows[0]
 
 
 def _arrow_type(kind: str) -> Any:

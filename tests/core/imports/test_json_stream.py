@@ -46,7 +46,9 @@ def same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize("document", DOCUMENTS)
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
-def test_elements_are_what_json_loads_gives(document: str, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_elements_are_what_json_loads_gives(
+    document: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert same(read(document, chunk, monkeypatch), json.loads(document))
 
 
