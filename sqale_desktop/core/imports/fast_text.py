@@ -327,11 +327,14 @@ def _write(
         # a thread left running into the interpreter's exit crashes it in Arrow's code.
         parser.start()
         writer.start()
-        while writer.is_alive():
+        while True:
             writer.join(0.1)
-            rows = done["rows"]
+            finished = not writer.is_alive()
+            rows = done["rows"]  # read after the join: a writer that has ended has counted them all
             meter.count(rows - reported, done["position"])  # raises ImportCancelled on Stop
             reported = rows
+            if finished:
+                break
     finally:
         stop.set()
         _join(writer)
