@@ -82,7 +82,11 @@ def test_the_probe_sees_a_heavy_import(tiny_db: Path, tmp_path: Path) -> None:
 
 
 # The readers of data files (issue 24): each loads only when a file of its kind is opened.
-READERS = ("duckdb", "python_calamine", "pyarrow", "charset_normalizer")
+READERS = (
+    *("duckdb", "python_calamine", "pyarrow", "charset_normalizer"),
+    *("adbc_driver_sqlite", "adbc_driver_manager"),
+)
+FAST_CSV = {"pyarrow", "adbc_driver_sqlite", "adbc_driver_manager"}  # a CSV past fast_text.MIN_BYTES
 
 
 @pytest.mark.parametrize(
@@ -92,6 +96,7 @@ READERS = ("duckdb", "python_calamine", "pyarrow", "charset_normalizer")
         pytest.param("t.jsonl", '{"a": 1}\n', set(), id="jsonl"),
         pytest.param("t.csv", "a\nn\xe9\n", {"charset_normalizer"}, id="csv-not-utf8"),
         pytest.param("t.parquet", None, {"pyarrow"}, id="parquet"),
+        pytest.param("t.csv", "a\n" + "12345678\n" * 600_000, FAST_CSV, id="csv-large"),
     ],
 )
 def test_a_data_file_loads_only_its_own_reader(

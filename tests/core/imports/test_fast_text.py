@@ -212,3 +212,20 @@ def test_decimal_commas_and_quoted_header_lines_import_the_same_both_ways(
     assert fast == general
     first = ((0, 0.25, "Zeile 0", "1"), ("integer", "real", "text", "text"))  # wahr/1: mixed, text
     assert general[0]["tables"]["de"][0] == first
+
+
+def test_a_folder_of_csvs_imports_the_same_both_ways_with_its_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each CSV of a folder is written in a file of its own, then copied into the staging database:
+    the keys are inferred from it as from the general path's tables, and declared the same."""
+    from tests.core.imports.test_folder_keys import shop
+
+    folder = shop(tmp_path / "shop")
+    monkeypatch.setenv("SQALE_DESKTOP_HOME", str(tmp_path / "general-home"))
+    general, fast, taken = both_ways(folder, monkeypatch, tmp_path)
+    assert taken
+    assert fast == general
+    schema = {name: sql for _kind, name, sql in fast[0]["schema"]}
+    assert 'FOREIGN KEY ("customer_id") REFERENCES "customers" ("id")' in schema["orders"]
+    assert not list((tmp_path / "fast-home").rglob("*.fast"))  # the per-file copies are gone
