@@ -85,32 +85,35 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
         raise NotFast(f"{width:,} columns: the general path says how many a table can hold")
     if width == 0 or any(len(row) != width for row in layout.first_rows if row):
         raise NotFast("the first rows do not all have the header's number of fields")
-    guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
     try:
+        guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
         try:
             _guess(path, layout, guesses, meter, until=GUESS_BYTES)
             kinds = [g.result() for g in guesses]
             rows = _write(path, layout, guesses, kinds, target, table_name, source, meter, check=True)
-        except _Retype:
-            meter.rewind()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target)
+        except _Retype:  # written again, with the types of the whole file
+            _forget(target, meter)
             guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
             _guess(path, layout, guesses, meter, until=None)
             meter.rewind()
             kinds = [g.result() for g in guesses]
             rows = _write(path, layout, guesses, kinds, target, table_name, source, meter, check=False)
-    except NotFast:
-        meter.rewind()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(target)
-        raise
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(target)
+    except BaseException as exc:
+        if isinstance(exc, NotFast):
+            _forget(target, meter)  # the general path starts the file again
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
         raise
     staged = _staged(layout, guesses, kinds, table_name, source, rows)
     return staged
+
+
+def _forget(target: Path, meter: Meter) -> None:
+    """Delete what was written of ``target`` and take its rows off the meter."""
+    meter.rewind()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target)
 
 
 def _staged(
