@@ -96,6 +96,14 @@ same import_csv query --db "$FILES/csv/fivethirtyeight__pollster-ratings-2019.cs
 same import_ods query --db "$FILES/excel/calamine__any_sheets.ods" "$TABLES"
 same import_parquet query --db "$FILES/parquet/duckdb__userdata1.parquet" "SELECT count(*) FROM duckdb__userdata1"
 same import_duckdb query --db "$FILES/duckdb/jaffle_shop.duckdb" "$TABLES"
+# Past core/imports/fast_text.MIN_BYTES: pyarrow's CSV reader and the ADBC SQLite driver, whose
+# shared library the spec carries; a missing one fails here rather than on a user's large file.
+"$PY" -c 'import sys
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    out.write("id,amount,zip\n")
+    out.writelines(f"{i},{i / 4},0{i % 9999:04d}\n" for i in range(400_000))' "$WORK/large.csv"
+same import_large_csv query --db "$WORK/large.csv" \
+    "SELECT count(*), sum(id), typeof(max(amount)), max(zip), max(rowid) FROM large"
 
 step "the window opens the database given on the command line (offscreen), then quits via the hook"
 ready=$(window_tabs "${CLEAN_ENV[@]}" SQALE_DESKTOP_QUIT_AFTER_SHOWN=1 "$APP/sqale-desktop" "$CHINOOK")
