@@ -189,32 +189,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _import_stoppable(source: Path, show: Any) -> tuple[Path, Any]:
-    """:func:`resolve_database`, with Ctrl+C turned into the import's own Stop while it runs.
-
-    Stop is how every import ends early (the window's button sets the same event): its threads
-    end between two batches and nothing is kept.  A KeyboardInterrupt raised at an arbitrary point
-    instead crashed the interpreter at exit now and then (pyarrow's reader threads were mid-batch).
-    Once the import has stopped, the command ends as any interrupted command does."""
-    import signal
-    import threading
-
-    from sqale_desktop.core.imports import ImportCancelled, resolve_database
-
-    cancel = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        return resolve_database(source, progress=show, cancel=cancel)
-    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: cancel.set())
-    try:
-        return resolve_database(source, progress=show, cancel=cancel)
-    except ImportCancelled:
-        if cancel.is_set():
-            raise KeyboardInterrupt from None
-        raise
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def resolve_db(path: str | Path) -> Path:
     """The SQLite file for ``path``: itself, or the import of a CSV, Excel, Parquet… file or folder.
 
@@ -222,7 +196,7 @@ def resolve_db(path: str | Path) -> Path:
     kept) and the CLI ends as for any interrupted command.  Its summary and notes go to stderr as
     ``note:`` lines, like the database's own notes.
     """
-    from sqale_desktop.core.imports import ImportProgress, kind_of
+    from sqale_desktop.core.imports import ImportProgress, kind_of, resolve_database
 
     source = Path(path).expanduser()
     if kind_of(source) is None:
@@ -233,7 +207,7 @@ def resolve_db(path: str | Path) -> Path:
         if live:
             print("\r" + progress.line().ljust(100)[:120], end="", file=sys.stderr, flush=True)
 
-    db_path, result = _import_stoppable(source, show)
+    db_path, result = resolve_database(source, progress=show, ctrl_c_stops=True)
     if live:
         print("\r" + " " * 120 + "\r", end="", file=sys.stderr, flush=True)
     if result is not None:

@@ -94,7 +94,7 @@ def _imported(db_path: Path) -> Path:
 
     if not db_path.exists() or kind_of(db_path) is None:
         return db_path
-    return resolve_database(db_path)[0]
+    return resolve_database(db_path, ctrl_c_stops=True)[0]
 
 
 def _plain(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:

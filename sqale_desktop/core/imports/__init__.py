@@ -138,12 +138,33 @@ def resolve_database(
     path: Path,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
+    ctrl_c_stops: bool = False,
 ) -> tuple[Path, ImportResult | None]:
-    """The SQLite file to open for ``path``: ``path`` itself for a database, else its import."""
+    """The SQLite file to open for ``path``: ``path`` itself for a database, else its import.
+
+    ``ctrl_c_stops`` (the command line): while the import runs, Ctrl+C sets its Stop event, so it
+    ends the way the window's Stop ends it (its threads between two batches, nothing kept), then
+    KeyboardInterrupt is raised.  A KeyboardInterrupt raised at an arbitrary point of an import
+    instead crashed the interpreter at exit now and then, in pyarrow's reader threads.
+    """
     path = Path(path).expanduser()
     if kind_of(path) is None:
         return path, None
-    result = import_source(path, progress=progress, cancel=cancel)
+    if not ctrl_c_stops or threading.current_thread() is not threading.main_thread():
+        result = import_source(path, progress=progress, cancel=cancel)
+        return result.db_path, result
+    import signal
+
+    stop = cancel or threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
+    try:
+        result = import_source(path, progress=progress, cancel=stop)
+    except ImportCancelled:
+        if cancel is None or not cancel.is_set():
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return result.db_path, result
 
 
