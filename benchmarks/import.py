@@ -9,6 +9,12 @@ before that, while it imports (``core/imports/preview.py``): ``csv_preview_s`` i
 them (the tab shows them at most 250 ms later, ``ui/database_tabs.py``).
 A second open of the CSV shows the cost of reusing the import (the content hash).
 
+The CSV takes the fast path (``core/imports/fast_text.py``: pyarrow parses, ADBC writes).  On the
+2-core zen4 machine, alone: 1 GB (17.3 M rows) in 17.9 s, **59.9 MB/s**, 32 MB per CPU-second
+(the fast path's first version: 45 MB/s; the general path, ``text.py`` into ``builder.py``: about
+7 MB/s); the 100,000-row .xlsx in 1.5 s (68,000 rows/s); the 1,000,000-row Parquet
+file in 5.8 s (174,000 rows/s).
+
 Prints one line per figure, then ONE JSON object on the last line.
 
     .venv/bin/python benchmarks/import.py [--quick]
