@@ -40,7 +40,6 @@ def test_the_importing_tab_shows_progress_and_its_stop_button_stops(
     """Clicked with the mouse while the import is held after its first batch (not raced by size)."""
     from PySide6.QtCore import Qt
 
-
     source = tmp_path / "held.csv"
     source.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(50_000)), encoding="utf-8")
     tabs.window.show()
@@ -56,3 +55,36 @@ def test_the_importing_tab_shows_progress_and_its_stop_button_stops(
         held_import.set()
     assert "stopped; nothing was kept" in failed.args[0]
     assert tabs.widget.count() == 0
+
+
+def test_a_large_csv_on_the_fast_path_shows_progress_and_stops_by_mouse(
+    qtbot: Any, tabs: Tabs, tmp_path: Path, held_import: threading.Event
+) -> None:
+    """Past fast_text.MIN_BYTES: pyarrow and the ADBC writer run in threads of their own, the
+    import's thread reports their progress and sees Stop; the cache keeps nothing."""
+    import re
+
+    from PySide6.QtCore import Qt
+
+    from sqale_desktop.core import paths
+    from sqale_desktop.core.imports import fast_text
+
+    source = tmp_path / "big.csv"
+    source.write_text(
+        "id,name,score\n" + "".join(f"{i},name {i},{i / 4}\n" for i in range(400_000)), encoding="utf-8"
+    )
+    assert source.stat().st_size >= fast_text.MIN_BYTES
+    tabs.window.show()
+    tabs.tabs.open_database(source)
+    qtbot.waitUntil(lambda: tabs.widget.count() == 1, timeout=30_000)
+    importing = tabs.widget.widget(0)
+    assert not isinstance(importing, DatabasePage)
+    shown = re.compile(r"Importing big\.csv: [1-9][\d,]* rows")  # waitUntil takes None for yes
+    qtbot.waitUntil(lambda: shown.search(importing.label.text()) is not None, timeout=30_000)
+    assert importing.bar.value() > 0
+    with qtbot.waitSignal(tabs.tabs.open_failed, timeout=30_000) as failed:
+        qtbot.mouseClick(importing.stop_button, Qt.MouseButton.LeftButton)
+        held_import.set()
+    assert "stopped; nothing was kept" in failed.args[0]
+    assert tabs.widget.count() == 0
+    assert [p for p in (paths.cache_dir() / "imports").rglob("*") if p.is_file()] == []

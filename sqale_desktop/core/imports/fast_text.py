@@ -184,6 +184,8 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
 
     reader, raw, stream = _reader(path, layout)
     first = True
+    compressed = path.suffix.lower() == ".gz"
+    parsed = 0
     try:
         while True:
             try:
@@ -198,7 +200,15 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
                 got = [list(r.values()) for r in batch.slice(0, len(expected)).to_pylist()]
                 if got != expected[: len(got)]:
                     raise NotFast("pyarrow splits the first rows differently from Python's csv")
-            yield batch, raw.tell()
+            if compressed:
+                yield batch, raw.tell()  # compressed bytes read (Arrow reads a few blocks ahead)
+                continue
+            # Arrow reads ahead many blocks (the whole of a small file at the first batch), so the
+            # file's position would run ahead of the rows: the text parsed is counted instead, its
+            # cells' bytes and a delimiter or line end after each.
+            parsed += batch.num_rows * batch.num_columns
+            parsed += sum(buffers[2].size for buffers in (c.buffers() for c in batch.columns) if buffers[2])
+            yield batch, min(parsed, raw.tell())
     finally:
         reader.close()
         stream.close()
