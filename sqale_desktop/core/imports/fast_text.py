@@ -13,12 +13,8 @@ cell becomes a Python object:
   numbers a million rows down) starts the table again, after one pass that only reads, with the
   types of the whole file.  So the result is always what the general path makes; only such a file
   costs a second pass.
-- **Writing**: Apache Arrow's ADBC SQLite driver binds each record batch to a prepared ``INSERT`` in
-  C; :data:`ROWS_PER_STATEMENT` rows per statement (a batch regrouped by Arrow's ``take``) cut its
-  per-statement cost by a third.  Parsing and checking run in a thread beside the writer, so both
-  cores work.  The driver links its own SQLite: its connection is the only one on the file it
-  writes (two SQLite libraries must never share an open file: their POSIX locks would not see each
-  other), and the result is an ordinary SQLite file that ``sqlite3`` opens afterwards.
+- **Writing**: :mod:`.arrow_writer` (Apache Arrow's ADBC SQLite driver, in C), with parsing and
+  checking in a thread beside it, so both cores work.
 
 What this path does not do it leaves to the general one by raising :class:`NotFast` before anything
 is kept: rows with more or fewer fields than the header (the general path pads them and says so),
@@ -32,17 +28,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
-import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.imports import names, text
-from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable, create_sql
-from sqale_desktop.core.imports.progress import ImportFailed, Meter
+from sqale_desktop.core.imports import arrow_writer, names, text
+from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
+from sqale_desktop.core.imports.progress import Meter
 from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess
 
 log = logging.getLogger(__name__)
@@ -50,10 +42,6 @@ log = logging.getLogger(__name__)
 MIN_BYTES = 4 * 1024 * 1024  # smaller files take the general path: they import in well under a second
 BLOCK_BYTES = 1024 * 1024  # pyarrow's read block: one record batch of about this much text
 GUESS_BYTES = 8 * 1024 * 1024  # the types are guessed from this much before the first row is written
-ROWS_PER_STATEMENT = 16  # measured: 1 row 4.7 s, 5 rows 3.4 s, 20 rows 2.75 s for 3.26 M rows
-MAX_VARIABLES = 999  # the ``?`` of one statement, within every SQLite's limit
-QUEUE_DEPTH = 4  # batches parsed ahead of the writer
-PAGE_SIZE = 65536  # fewer, larger pages: 13% less time to write than SQLite's default 4,096
 
 
 class NotFast(Exception):
@@ -233,10 +221,6 @@ def _guess(
             break
 
 
-class _Stopped(Exception):
-    """The importing thread stopped the write (Stop, Ctrl+C, an error of its own)."""
-
-
 def _write(
     path: Path,
     layout: text.Layout,
@@ -249,167 +233,19 @@ def _write(
     check: bool,
 ) -> int:
     """Write every row of ``path`` into the new file ``target`` with the column types ``kinds``;
-    with ``check``, raise :class:`_Retype` when a batch does not fit them.
+    with ``check``, raise :class:`_Retype` when a batch does not fit them."""
 
-    Three threads: one parses, checks and converts; one writes (the ADBC driver pulls the batches
-    from the first through a queue); the calling thread only reports progress and watches for
-    Stop and Ctrl+C, so that both reach it at once (a signal is delivered to the main thread, and
-    the driver's own Ctrl+C handling there would cancel a statement SQLite cannot cancel)."""
-    import pyarrow as pa
+    def converted() -> Iterator[tuple[list[Any], int, int]]:
+        for batch, position in _batches(path, layout):
+            if check:
+                _update(guesses, batch)
+                if [g.result() for g in guesses] != kinds:
+                    raise _Retype()
+            yield _convert(batch, kinds, guesses), batch.num_rows, position
 
-    width = len(kinds)
-    per = max(1, min(ROWS_PER_STATEMENT, MAX_VARIABLES // width))
     staged = _staged(layout, guesses, kinds, table_name, source, 0)
     types = [_arrow_type(kind) for kind in kinds]
-    wide_schema = pa.schema([(f"p{i}", types[i % width]) for i in range(width * per)])
-
-    handoff: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_DEPTH)
-    stop = threading.Event()
-    done = {"rows": 0, "position": 0}  # what the writer has taken, for the progress bar
-    failure: list[BaseException] = []  # the first error of either thread: the one to raise
-    busy: list[float] = []  # the parsing thread's CPU seconds, for the log
-
-    def put(item: Any) -> None:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
-    def produce() -> None:
-        """Parse, check, convert and regroup, beside the writer (pyarrow releases the GIL)."""
-        regroup = _Regrouper(per)
-        try:
-            for batch, position in _batches(path, layout):
-                if stop.is_set():
-                    return
-                if check:
-                    _update(guesses, batch)
-                    if [g.result() for g in guesses] != kinds:
-                        raise _Retype()
-                wide = regroup.add(_convert(batch, kinds, guesses))
-                put((wide, batch.num_rows, position))
-            put(("tail", regroup.rest(), 0))
-            busy.append(time.thread_time())
-        except BaseException as exc:
-            failure.append(exc)
-            put(("error", None, 0))
-
-    def wide_batches() -> Iterator[Any]:
-        """The batches for the driver.  A stop ends the stream instead of raising: an exception
-        raised through Arrow's C++ reader is kept by it with its traceback, and released after the
-        interpreter has begun to exit, which crashed it; the writer then sees the stop itself."""
-        while not stop.is_set():
-            try:
-                item, count, position = handoff.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if isinstance(item, str):
-                if item == "tail":
-                    tails.append(count)
-                    complete.set()
-                return
-            done["rows"] += count
-            done["position"] = position
-            if item is not None:
-                yield item
-
-    tails: list[Any] = []
-    complete = threading.Event()  # the parser handed over every row
-
-    def write() -> None:
-        started = time.thread_time()
-        try:
-            batches = pa.RecordBatchReader.from_batches(wide_schema, wide_batches())
-            _insert_all(target, staged, per, batches, tails, complete)
-            log.debug(
-                "%s: parsing and checking %.2f CPU-s, writing %.2f CPU-s",
-                path.name,
-                busy[0] if busy else -1.0,
-                time.thread_time() - started,
-            )
-        except BaseException as exc:
-            failure.append(exc)
-
-    parser = threading.Thread(target=produce, name="csv-parse", daemon=True)
-    writer = threading.Thread(target=write, name="csv-write", daemon=True)
-    reported = 0
-    try:
-        # Started inside the ``try``: a Ctrl+C between the two starts must still stop the first;
-        # a thread left running into the interpreter's exit crashes it in Arrow's code.
-        parser.start()
-        writer.start()
-        while True:
-            writer.join(0.1)
-            finished = not writer.is_alive()
-            rows = done["rows"]  # read after the join: a writer that has ended has counted them all
-            meter.count(rows - reported, done["position"])  # raises ImportCancelled on Stop
-            reported = rows
-            if finished:
-                break
-    finally:
-        stop.set()
-        _join(writer)
-        _join(parser)
-    if failure:
-        first = next((f for f in failure if not isinstance(f, _Stopped)), failure[0])
-        if isinstance(first, _Stopped):
-            raise ImportFailed(f"{path.name} could not be imported: the writer stopped")
-        import adbc_driver_manager
-
-        if isinstance(first, adbc_driver_manager.Error):
-            # As sqlite3 says it, so that the import's one mapping of errors (a full disk) applies.
-            raise sqlite3.OperationalError(str(first).splitlines()[0]) from first
-        raise first
-    return reported
-
-
-def _join(thread: threading.Thread) -> None:
-    """Wait for ``thread`` (told to stop) to end, if it started, through a second Ctrl+C too: the
-    first is on its way up already, and the thread ends within one batch."""
-    while thread.ident is not None and thread.is_alive():
-        with contextlib.suppress(KeyboardInterrupt):
-            thread.join()
-
-
-def _insert_all(
-    target: Path, staged: StagedTable, per: int, batches: Any, tails: list[Any], complete: threading.Event
-) -> None:
-    """Create ``staged``'s table in the new file ``target`` and insert ``batches`` (``per`` rows a
-    statement), then the rows left in ``tails``, in one transaction; the only connection on it.
-    Committed only when ``complete`` says the batches were all the rows: a stream that ended early
-    (Stop, an error) is rolled back."""
-    import adbc_driver_sqlite.dbapi as adbc
-
-    width = len(staged.columns)
-    one = "(" + ", ".join("?" * width) + ")"
-    name = names.quote(staged.name)
-    conn = adbc.connect(str(target), autocommit=True)
-    try:
-        cursor = conn.cursor()
-        try:
-            for pragma in (
-                f"PRAGMA page_size={PAGE_SIZE}",
-                "PRAGMA journal_mode=OFF",
-                "PRAGMA synchronous=OFF",
-            ):
-                cursor.execute(pragma)
-                with contextlib.suppress(Exception):
-                    cursor.fetchall()
-            cursor.execute(create_sql(staged))
-            cursor.execute("BEGIN")
-            cursor.executemany(f"INSERT INTO {name} VALUES " + ", ".join([one] * per), batches)
-            if not complete.is_set():
-                raise _Stopped()
-            for rest in tails:
-                if rest is not None and rest.num_rows:
-                    cursor.executemany(f"INSERT INTO {name} VALUES {one}", rest)
-            cursor.execute("COMMIT")
-        finally:
-            cursor.close()
-    finally:
-        conn.close()
+    return arrow_writer.write(converted(), types, target, staged, meter, path.name)
 
 
 def _arrow_type(kind: str) -> Any:
@@ -439,48 +275,3 @@ def _convert(batch: Any, kinds: list[str], guesses: list[ColumnGuess]) -> list[A
         else:
             out.append(column)
     return out
-
-
-class _Regrouper:
-    """Turns batches of rows into batches of ``per`` rows side by side, one statement's worth each,
-    in the file's order; the rows short of a whole group wait for the next batch."""
-
-    def __init__(self, per: int) -> None:
-        self.per = per
-        self.pending: list[Any] | None = None
-        self._indices: list[Any] = []
-
-    def add(self, columns: list[Any]) -> Any:
-        """The whole groups the rows so far make, as one record batch; None when there is none."""
-        import pyarrow as pa
-
-        if self.pending is not None and len(self.pending[0]):
-            columns = [pa.concat_arrays([a, b]) for a, b in zip(self.pending, columns, strict=True)]
-        n = len(columns[0]) if columns else 0
-        groups = n // self.per
-        whole = groups * self.per
-        self.pending = [c.slice(whole) for c in columns]
-        if not groups:
-            return None
-        if self.per == 1:
-            return pa.RecordBatch.from_arrays(columns, names=[f"p{i}" for i in range(len(columns))])
-        indices = self._offsets(groups)
-        wide = [c.take(idx) for idx in indices for c in columns]
-        return pa.RecordBatch.from_arrays(wide, names=[f"p{i}" for i in range(len(wide))])
-
-    def _offsets(self, groups: int) -> list[Any]:
-        """Row ``g * per + r`` for each group ``g``, one array per position ``r`` (cached, sliced)."""
-        import numpy as np
-        import pyarrow as pa
-
-        if not self._indices or len(self._indices[0]) < groups:
-            size = max(groups, 4096)
-            self._indices = [pa.array(np.arange(r, size * self.per, self.per)) for r in range(self.per)]
-        return [idx.slice(0, groups) for idx in self._indices]
-
-    def rest(self) -> Any:
-        import pyarrow as pa
-
-        if self.pending is None or not len(self.pending[0]):
-            return None
-        return pa.RecordBatch.from_arrays(self.pending, names=[f"p{i}" for i in range(len(self.pending))])

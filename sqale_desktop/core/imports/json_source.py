@@ -119,6 +119,8 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
 
 CHUNK_CHARS = 1 << 20
 _WHITESPACE = " \t\r\n"
+
+
 class _ArrayElements:
     """The elements of the top-level JSON array in ``path``, decoded one at a time.
 
