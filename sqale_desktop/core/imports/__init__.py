@@ -363,10 +363,18 @@ def _build(
     notes: list[str] = []
     try:
         written = None
-        if kind == "csv":
-            # One text file: the fast path writes the final file itself, before sqlite3 opens it.
+        if kind in ("csv", "parquet"):
+            # One file: the fast path writes the final file itself, before sqlite3 opens it.
             meter.start_file(source.name)
-            written = _fast_csv(source, target, names.unique_table(_stem(source), set()), meter)
+            name = names.unique_table(_stem(source), set())
+            if kind == "csv":
+                written = _fast_csv(source, target, name, meter)
+            else:
+                from sqale_desktop.core.imports import typed
+
+                written = _fast_typed(
+                    typed.read_parquet(source, meter, name), target, name, source.name, meter
+                )
         conn = builder_mod.open_build(target)
         build = builder_mod.Builder(conn)
         files = [m for m in members if not m.name.endswith(".wal")]
@@ -419,6 +427,11 @@ def _resolve_declared_keys(build: Any) -> None:
         table.foreign_keys = kept
 
 
+def _scratch(build: Any) -> Path:
+    """The file a fast path writes one table of several into, beside the new database."""
+    return Path(build.conn.execute("PRAGMA database_list").fetchone()[2]).with_suffix(".fast")
+
+
 def _stem(path: Path) -> str:
     """The table name a file suggests: its name before the first dot (``sales.csv.gz``: sales)."""
     return path.name.split(".")[0] if path.name.split(".")[0] else path.stem
@@ -438,16 +451,32 @@ def _fast_csv(path: Path, target: Path, table_name: str, meter: Meter) -> Any:
         return None
 
 
+def _fast_typed(
+    table: Any, target: Path, table_name: str, source: str, meter: Meter, own_file: bool = False
+) -> Any:
+    """The table the fast Arrow path (:mod:`.fast_typed`) wrote into ``target``, or None when it is
+    small or the general path must import it (the reason is logged).  ``own_file``: the table is
+    one of several, copied into the final file by the builder, which declares its keys there."""
+    from sqale_desktop.core.imports import fast_text, fast_typed
+
+    if not fast_typed.wanted(table, table.rows_hint):
+        return None
+    try:
+        return fast_typed.write_table(table, target, table_name, source, meter, constraints=not own_file)
+    except fast_text.NotFast as exc:
+        log.info("%s: imported by the general path (%s)", source, exc)
+        return None
+
+
 def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str], in_folder: bool) -> None:
     from sqale_desktop.core.imports import excel, json_source, text, typed
 
     meter.start_file(path.name)
     stem = _stem(path)
     if kind == "csv":
-        scratch = Path(build.conn.execute("PRAGMA database_list").fetchone()[2]).with_suffix(".fast")
-        fast = _fast_csv(path, scratch, "t", meter) if in_folder else None
+        fast = _fast_csv(path, _scratch(build), "t", meter) if in_folder else None
         if fast is not None:
-            build.adopt(fast, scratch, stem)
+            build.adopt(fast, _scratch(build), stem)
             return
         try:
             build.stage_text(text.read_csv(path, meter, stem), path.name)
@@ -464,11 +493,21 @@ def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str],
         for table in excel.read_workbook(path, meter, stem if in_folder else None):
             build.stage_text(table, f"{path.name} ⟶ sheet {table.name}")
     elif kind == "parquet":
-        build.stage_typed(typed.read_parquet(path, meter, stem), path.name)
+        parquet = typed.read_parquet(path, meter, stem)
+        fast = _fast_typed(parquet, _scratch(build), "t", path.name, meter, own_file=True)
+        if fast is not None:
+            build.adopt(fast, _scratch(build), stem)
+        else:
+            build.stage_typed(parquet, path.name)
     elif kind == "duckdb":
         with typed.open_duckdb(path, meter, path.name) as typed_tables:
             for typed_table in typed_tables:
-                build.stage_typed(typed_table, f"{path.name} ⟶ {typed_table.name}")
+                label = f"{path.name} ⟶ {typed_table.name}"
+                fast = _fast_typed(typed_table, _scratch(build), "t", label, meter, own_file=True)
+                if fast is not None:
+                    build.adopt(fast, _scratch(build), typed_table.name)
+                else:
+                    build.stage_typed(typed_table, label)
     else:
         notes.append(f"{path.name} not imported: not a supported kind of file")
 

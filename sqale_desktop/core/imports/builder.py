@@ -177,26 +177,9 @@ class Builder:
         except BaseException:
             self._abandon(stage)
             raise
-        column_names = names.unique_columns([c[0] for c in table.columns])
-        renamed = dict(zip((c[0] for c in table.columns), column_names, strict=True))
-        columns = [
-            Column(name, raw, kind, f"c{i}")
-            for i, (name, (raw, kind)) in enumerate(zip(column_names, table.columns, strict=True))
-        ]
-        staged = StagedTable(
-            names.unique_table(table.name, self.taken),
-            source,
-            stage,
-            columns,
-            rows,
-            list(table.notes),
-            primary_key=[renamed.get(c, c) for c in table.primary_key],
-            unique=[[renamed.get(c, c) for c in u] for u in table.unique],
-        )
-        for cols_, ref_table, ref_cols in table.foreign_keys:
-            if len(cols_) == 1 and len(ref_cols) == 1:
-                why = "declared in the source database"
-                staged.foreign_keys.append((renamed.get(cols_[0], cols_[0]), ref_table, ref_cols[0], why))
+        staged = typed_staged(table, names.unique_table(table.name, self.taken), source, stage, rows)
+        for i, column in enumerate(staged.columns):
+            column.expression = f"c{i}"
         self.staged.append(staged)
         return staged
 
@@ -304,6 +287,32 @@ class Builder:
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return list(self.conn.execute(sql, params))
+
+
+def typed_staged(table: TypedTable, name: str, source: str, stage: str, rows: int) -> StagedTable:
+    """The description of a table whose types its source declared: its columns (named as SQLite
+    needs, each read by its quoted name), its keys with those names, and its notes."""
+    column_names = names.unique_columns([c[0] for c in table.columns])
+    renamed = dict(zip((c[0] for c in table.columns), column_names, strict=True))
+    columns = [
+        Column(column, raw, kind, names.quote(column))
+        for column, (raw, kind) in zip(column_names, table.columns, strict=True)
+    ]
+    staged = StagedTable(
+        name,
+        source,
+        stage,
+        columns,
+        rows,
+        list(table.notes),
+        primary_key=[renamed.get(c, c) for c in table.primary_key],
+        unique=[[renamed.get(c, c) for c in u] for u in table.unique],
+    )
+    for cols, ref_table, ref_cols in table.foreign_keys:
+        if len(cols) == 1 and len(ref_cols) == 1:
+            why = "declared in the source database"
+            staged.foreign_keys.append((renamed.get(cols[0], cols[0]), ref_table, ref_cols[0], why))
+    return staged
 
 
 def create_sql(table: StagedTable) -> str:

@@ -41,6 +41,13 @@ class TypedTable:
     unique: list[list[str]] = field(default_factory=list)
     # (columns, referenced table, referenced columns), as the source declared them
     foreign_keys: list[tuple[list[str], str, list[str]]] = field(default_factory=list)
+    # The same rows as Arrow: the schema, a function that reads the record batches again from the
+    # start each time it is called, and the bytes of the source read so far (for the fast path,
+    # core/imports/fast_typed.py, which converts them without a Python object per cell).
+    arrow_schema: Any = None
+    arrow_batches: Callable[[], Iterator[Any]] | None = None
+    position: Callable[[], int] = lambda: 0
+    rows_hint: int | None = None  # the rows the source says it holds, when it says so cheaply
 
 
 Converter = Callable[[Any], list[Any]]
@@ -113,21 +120,23 @@ def _text_or_bytes(value: bytes | None) -> str | bytes | None:
 
 
 def arrow_table(
-    name: str, schema: Any, batches: Iterator[Any], meter: Meter, position: Callable[[], int]
+    name: str, schema: Any, batches: Callable[[], Iterator[Any]], meter: Meter, position: Callable[[], int]
 ) -> TypedTable:
-    """A :class:`TypedTable` over Arrow ``batches`` of ``schema``."""
+    """A :class:`TypedTable` over the Arrow record batches of ``schema`` that ``batches()`` reads."""
     plans = [_plan(f.type) for f in schema]
     columns = [(f.name, plan[0]) for f, plan in zip(schema, plans, strict=True)]
     notes = [f"{f.name}: {plan[2]}" for f, plan in zip(schema, plans, strict=True) if plan[2]]
 
     def rows() -> Iterator[list[tuple[Any, ...]]]:
-        for batch in batches:
+        for batch in batches():
             cells = [plan[1](batch.column(i)) for i, plan in enumerate(plans)]
             out = list(zip(*cells, strict=True)) if cells else []
             yield out
             meter.count(len(out), position())
 
-    return TypedTable(name, columns, rows(), notes)
+    return TypedTable(
+        name, columns, rows(), notes, arrow_schema=schema, arrow_batches=batches, position=position
+    )
 
 
 def read_parquet(path: Path, meter: Meter, name: str) -> TypedTable:
@@ -142,27 +151,33 @@ def read_parquet(path: Path, meter: Meter, name: str) -> TypedTable:
     try:
         handle = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
         schema = handle.schema_arrow
+        total = max(1, int(handle.metadata.num_rows))
+        handle.close()
     except (pa.ArrowException, OSError) as exc:
         raise ImportFailed(f"{path.name} is not a readable Parquet file: {exc}") from exc
     size = path.stat().st_size
-    total = max(1, int(handle.metadata.num_rows))
     done = [0]
 
     def batches() -> Iterator[Any]:
+        done[0] = 0
         try:
-            for batch in handle.iter_batches(batch_size=BATCH_ROWS):
-                done[0] += batch.num_rows
-                yield batch
+            reading = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+            try:
+                for batch in reading.iter_batches(batch_size=BATCH_ROWS):
+                    done[0] += batch.num_rows
+                    yield batch
+            finally:
+                reading.close()
         except (pa.ArrowException, OSError) as exc:
             raise ImportFailed(f"{path.name} is not a readable Parquet file: {exc}") from exc
-        finally:
-            handle.close()
 
     def position() -> int:
         """The share of the file read, counted in rows (Parquet is read by row groups)."""
         return size * done[0] // total
 
-    return arrow_table(name, schema, batches(), meter, position)
+    table = arrow_table(name, schema, batches, meter, position)
+    table.rows_hint = total
+    return table
 
 
 @contextmanager
@@ -205,14 +220,15 @@ def _duckdb_tables(con: Any, meter: Meter, display: str) -> list[TypedTable]:
     import duckdb
 
     objects = con.execute(
-        "SELECT schema_name, table_name, 'table' FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
-        "UNION ALL SELECT schema_name, view_name, 'view' FROM duckdb_views() WHERE NOT internal "
+        "SELECT schema_name, table_name, 'table', estimated_size FROM duckdb_tables() "
+        "WHERE NOT internal AND NOT temporary "
+        "UNION ALL SELECT schema_name, view_name, 'view', NULL FROM duckdb_views() WHERE NOT internal "
         "AND NOT temporary ORDER BY 3, 1, 2"
     ).fetchall()
     constraints = _duckdb_constraints(con)
     out: list[TypedTable] = []
     skipped: list[str] = []
-    for schema, name, kind in objects:
+    for schema, name, kind, estimated_rows in objects:
         label = name if schema == "main" else f"{schema}.{name}"
         sql = f'SELECT * FROM "{schema}"."{name}"'
         try:
@@ -220,7 +236,8 @@ def _duckdb_tables(con: Any, meter: Meter, display: str) -> list[TypedTable]:
         except duckdb.Error as exc:
             skipped.append(f"view {label} not imported: it fails in DuckDB ({str(exc).splitlines()[0]})")
             continue
-        table = arrow_table(label, schema_arrow, _duckdb_batches(con, sql), meter, lambda: 0)
+        table = arrow_table(label, schema_arrow, _duckdb_reader(con, sql), meter, lambda: 0)
+        table.rows_hint = estimated_rows
         if kind == "view":
             table.notes.append(f"{label} is a DuckDB view, imported as a table of its rows")
         keys = constraints.get((schema, name))
@@ -233,9 +250,14 @@ def _duckdb_tables(con: Any, meter: Meter, display: str) -> list[TypedTable]:
     return out
 
 
-def _duckdb_batches(con: Any, sql: str) -> Iterator[Any]:
-    """The query runs when the builder gets to its table: one DuckDB result is open at a time."""
-    yield from con.sql(sql).to_arrow_reader(BATCH_ROWS)
+def _duckdb_reader(con: Any, sql: str) -> Callable[[], Iterator[Any]]:
+    """The table's batches, read by running its query again at each call: when the builder gets to
+    the table (one DuckDB result is open at a time)."""
+
+    def batches() -> Iterator[Any]:
+        yield from con.sql(sql).to_arrow_reader(BATCH_ROWS)
+
+    return batches
 
 
 def _duckdb_constraints(con: Any) -> dict[tuple[str, str], tuple[list[str], list[list[str]], list[Any]]]:
