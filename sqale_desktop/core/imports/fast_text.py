@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.imports import arrow_writer, names, text
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
 from sqale_desktop.core.imports.progress import Meter
@@ -44,8 +45,9 @@ BLOCK_BYTES = 1024 * 1024  # pyarrow's read block: one record batch of about thi
 GUESS_BYTES = 8 * 1024 * 1024  # the types are guessed from this much before the first row is written
 
 
-class NotFast(Exception):
-    """The file needs the general text path; the message says why (it is logged, not shown)."""
+class NotFast(KnownError):
+    """The file needs the general path; the message says why (it is logged, not shown: it is a
+    known error only so that, if one ever escaped, it would read as a message, not a bug)."""
 
 
 class _Retype(Exception):
