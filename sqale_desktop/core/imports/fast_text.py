@@ -8,8 +8,8 @@ cell becomes a Python object:
   the general path found (:func:`.text.sniff`: delimiter, header, title lines above it) and its
   quoting rules (RFC 4180, line breaks inside quotes).
 - **Types**: decided with the general path's rules over every cell (:meth:`.types.ColumnGuess.
-  update_arrow`, Arrow's RE2 kernels).  They are guessed from the first :data:`GUESS_BYTES` and
-  every later batch is checked against them; a batch that changes one (a ``N/A`` in a column of
+  update_arrow`: Arrow's casts and RE2 kernels).  They are guessed from the first
+  :data:`GUESS_BYTES` and every later batch is checked against them; a batch that changes one (a ``N/A`` in a column of
   numbers a million rows down) starts the table again, after one pass that only reads, with the
   types of the whole file.  So the result is always what the general path makes; only such a file
   costs a second pass.
@@ -26,7 +26,6 @@ general path falls back to Latin-1), or any cell pyarrow reads differently from 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +36,6 @@ from sqale_desktop.core.imports import arrow_writer, names, text
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
 from sqale_desktop.core.imports.progress import Meter
 from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess
-
-log = logging.getLogger(__name__)
 
 MIN_BYTES = 4 * 1024 * 1024  # smaller files take the general path: they import in well under a second
 BLOCK_BYTES = 1024 * 1024  # pyarrow's read block: one record batch of about this much text
