@@ -9,10 +9,10 @@ cell becomes a Python object:
   quoting rules (RFC 4180, line breaks inside quotes).
 - **Types**: decided with the general path's rules over every cell (:meth:`.types.ColumnGuess.
   update_arrow`: Arrow's casts and RE2 kernels).  They are guessed from the first
-  :data:`GUESS_BYTES` and every later batch is checked against them; a batch that changes one (a ``N/A`` in a column of
-  numbers a million rows down) starts the table again, after one pass that only reads, with the
-  types of the whole file.  So the result is always what the general path makes; only such a file
-  costs a second pass.
+  :data:`GUESS_BYTES` and every later batch is checked against them; a batch that changes one (a
+  ``N/A`` in a column of numbers a million rows down) starts the table again, after one pass that
+  only reads, with the types of the whole file.  So the result is always what the general path
+  makes; only such a file costs a second pass.
 - **Writing**: :mod:`.arrow_writer` (Apache Arrow's ADBC SQLite driver, in C), with parsing and
   checking in a thread beside it, so both cores work.
 
