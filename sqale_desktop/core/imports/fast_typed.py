@@ -32,12 +32,13 @@ Converter = Callable[[Any], Any]
 
 
 def wanted(table: TypedTable, rows_hint: int | None) -> bool:
-    """Whether ``table`` can and should take this path (an Arrow source, enough rows if known)."""
+    """Whether ``table`` can and should take this path: an Arrow source that says it holds at
+    least :data:`MIN_ROWS` rows (a DuckDB view, which cannot say, takes the general path)."""
     if table.arrow_schema is None or table.arrow_batches is None:
         return False
     if not 0 < len(table.columns) <= MAX_COLUMNS:
         return False
-    return rows_hint is None or rows_hint >= MIN_ROWS
+    return rows_hint is not None and rows_hint >= MIN_ROWS
 
 
 def write_table(
