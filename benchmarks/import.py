@@ -9,11 +9,12 @@ before that, while it imports (``core/imports/preview.py``): ``csv_preview_s`` i
 them (the tab shows them at most 250 ms later, ``ui/database_tabs.py``).
 A second open of the CSV shows the cost of reusing the import (the content hash).
 
-The CSV takes the fast path (``core/imports/fast_text.py``: pyarrow parses, ADBC writes).  On the
-2-core zen4 machine, alone: 1 GB (17.3 M rows) in 17.9 s, **59.9 MB/s**, 32 MB per CPU-second
-(the fast path's first version: 45 MB/s; the general path, ``text.py`` into ``builder.py``: about
-7 MB/s); the 100,000-row .xlsx in 1.5 s (68,000 rows/s); the 1,000,000-row Parquet
-file in 5.8 s (174,000 rows/s).
+The CSV takes the fast path (``core/imports/fast_text.py``: pyarrow parses, ADBC writes), the
+Parquet file too (``fast_typed.py``).  On the 2-core zen4 machine, alone, three runs of the 1 GB
+CSV (17.3 M rows): 17.9 s, 12.6 s and 19.4 s, **59.9, 85.0 and 55.4 MB/s** (32, 44 and 29 MB per
+CPU-second: the machine's own speed varied that much); the general path, ``text.py`` into
+``builder.py``, makes about 7 MB/s.  The 1,000,000-row Parquet file: 2.1–2.8 s (360,000–483,000
+rows/s; 174,000 before the fast path); the 100,000-row .xlsx: 0.9–1.5 s (66,000–108,000 rows/s).
 
 Prints one line per figure, then ONE JSON object on the last line.
 
