@@ -12,6 +12,7 @@ import pytest
 from sqale_desktop.core import imports
 from sqale_desktop.core.imports import fast_typed, import_source
 from tests.core.imports.test_fast_text import dump
+from tests.core.imports.test_real_files import PARQUETS
 
 pytestmark = pytest.mark.usefixtures("untouched")
 
@@ -37,21 +38,7 @@ def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> tuple[
     return general_dump, (dump(fast.db_path), fast.summary, fast.notes, fast.foreign_keys), len(written)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "parquet/duckdb__userdata1.parquet",
-        "parquet/duckdb__apkwan.parquet",
-        "parquet/duckdb__candidate.parquet",
-        "parquet/parquet-testing__alltypes_plain.parquet",
-        "parquet/parquet-testing__datapage_v2.snappy.parquet",
-        "parquet/parquet-testing__fixed_length_decimal.parquet",
-        "parquet/parquet-testing__int96_from_spark.parquet",
-        "parquet/parquet-testing__nullable.impala.parquet",
-        "duckdb/jaffle_shop.duckdb",
-        "duckdb/wal_test_092.db",
-    ],
-)
+@pytest.mark.parametrize("name", [*PARQUETS, "duckdb/jaffle_shop.duckdb", "duckdb/wal_test_092.db"])
 def test_a_real_file_imports_the_same_both_ways(
     files: Path, name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
