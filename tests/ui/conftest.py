@@ -112,21 +112,28 @@ def tabs(qtbot: Any) -> Iterator[Tabs]:
 
 @pytest.fixture
 def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The import holds after its first batch (its first progress report: the tab is up) until
-    the returned event is set, so "while it still runs" is a state, not a race."""
+    """The import holds after its first batch (the first count that brought rows: the tab is up
+    and shows them) until the returned event is set, so "while it still runs" is a state, not a
+    race.  The meter reports every count here: its throttled report could otherwise leave the
+    tab showing an earlier count (the fast path's writer counts 0 rows before its first batch)."""
     import threading
 
     from sqale_desktop.core.imports.progress import Meter
 
     held, release = threading.Event(), threading.Event()
-    count = Meter.count
+    count, init = Meter.count, Meter.__init__
+
+    def init_reporting_every_count(self: Meter, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **{**kwargs, "interval_s": 0.0})
 
     def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
         if held.is_set():
             assert release.wait(60), "the test never released the import"
         count(self, rows, bytes_read)
-        held.set()
+        if self.rows > 0:
+            held.set()
 
+    monkeypatch.setattr(Meter, "__init__", init_reporting_every_count)
     monkeypatch.setattr(Meter, "count", count_then_hold)
     yield release
     release.set()
