@@ -76,15 +76,15 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
         guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
         try:
             _guess(path, layout, guesses, meter, until=GUESS_BYTES)
-            kinds = [g.result() for g in guesses]
-            rows = _write(path, layout, guesses, kinds, target, table_name, source, meter, check=True)
+            staged = _staged(layout, [g.result() for g in guesses], table_name, source)
+            rows = _write(path, layout, guesses, staged, target, meter, check=True)
         except _Retype:  # written again, with the types of the whole file
             _forget(target, meter)
             guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
             _guess(path, layout, guesses, meter, until=None)
             meter.rewind()
-            kinds = [g.result() for g in guesses]
-            rows = _write(path, layout, guesses, kinds, target, table_name, source, meter, check=False)
+            staged = _staged(layout, [g.result() for g in guesses], table_name, source)
+            rows = _write(path, layout, guesses, staged, target, meter, check=False)
     except BaseException as exc:
         if isinstance(exc, NotFast):
             _forget(target, meter)  # the general path starts the file again
@@ -92,7 +92,9 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target)
         raise
-    staged = _staged(layout, guesses, kinds, table_name, source, rows)
+    staged.rows = rows
+    if rows == 0:
+        staged.notes.append("the file has a header but no rows")
     return staged
 
 
@@ -103,18 +105,14 @@ def _forget(target: Path, meter: Meter) -> None:
         os.unlink(target)
 
 
-def _staged(
-    layout: text.Layout, guesses: list[ColumnGuess], kinds: list[str], table_name: str, source: str, rows: int
-) -> StagedTable:
+def _staged(layout: text.Layout, kinds: list[str], table_name: str, source: str) -> StagedTable:
+    """The table as its CREATE statement needs it: the row count is set once it is written."""
     column_names = names.unique_columns(layout.header)
     columns = [
         Column(name, raw, kind, names.quote(name))
         for name, raw, kind in zip(column_names, layout.header, kinds, strict=True)
     ]
-    notes = list(layout.notes)
-    if rows == 0:
-        notes.append("the file has a header but no rows")
-    return StagedTable(table_name, source, f"main.{names.quote(table_name)}", columns, rows, notes)
+    return StagedTable(table_name, source, f"main.{names.quote(table_name)}", columns, 0, list(layout.notes))
 
 
 def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any, Any]:
@@ -224,15 +222,14 @@ def _write(
     path: Path,
     layout: text.Layout,
     guesses: list[ColumnGuess],
-    kinds: list[str],
+    staged: StagedTable,
     target: Path,
-    table_name: str,
-    source: str,
     meter: Meter,
     check: bool,
 ) -> int:
-    """Write every row of ``path`` into the new file ``target`` with the column types ``kinds``;
-    with ``check``, raise :class:`_Retype` when a batch does not fit them."""
+    """Write every row of ``path`` into the new file ``target`` as the table ``staged`` with its
+    columns' types; with ``check``, raise :class:`_Retype` when a batch does not fit them."""
+    kinds = [column.type for column in staged.columns]
 
     def converted() -> Iterator[tuple[list[Any], int, int]]:
         for batch, position in _batches(path, layout):
@@ -242,7 +239,6 @@ def _write(
                     raise _Retype()
             yield _convert(batch, kinds, guesses), batch.num_rows, position
 
-    staged = _staged(layout, guesses, kinds, table_name, source, 0)
     types = [_arrow_type(kind) for kind in kinds]
     return arrow_writer.write(converted(), types, target, staged, meter, path.name)
 
