@@ -51,6 +51,7 @@ def test_events_reach_the_asking_page_and_the_history(
 ) -> None:
     history = History(tmp_path / "h.sqlite")
     conversation = history.conversation_for(chinook, title=chinook.name)
+
     def model() -> ReplayEngine:
         assert not recording, "a recording must not use the model"
         return ReplayEngine(SCRIPT)

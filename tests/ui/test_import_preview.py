@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView
 
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.database_tabs import _ImportingTab
-from tests.ui.import_tabs import Tabs
+from tests.ui.import_tabs import Tabs, stop_by_mouse
 
 
 def _cells(view: QAbstractItemView, rows: int) -> list[list[str]]:
@@ -70,11 +70,7 @@ def test_stop_takes_the_preview_away_with_the_tab(
     importing = tabs.widget.widget(0)
     assert isinstance(importing, _ImportingTab)
     qtbot.waitUntil(lambda: importing.preview.isVisible(), timeout=30_000)
-    with qtbot.waitSignal(tabs.tabs.open_failed, timeout=30_000) as failed:
-        qtbot.mouseClick(importing.stop_button, Qt.MouseButton.LeftButton)
-        held_import.set()
-    assert "stopped; nothing was kept" in failed.args[0]
-    assert tabs.widget.count() == 0
+    stop_by_mouse(qtbot, tabs, importing, held_import)
 
 
 def test_the_preview_brings_the_tab_up_before_the_import_reports_anything(

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqale_desktop.ui.database_page import DatabasePage
 from tests.conftest import shared_data
-from tests.ui.import_tabs import Tabs
+from tests.ui.import_tabs import Tabs, stop_by_mouse
 
 
 def test_a_workbook_opens_in_a_tab_named_after_it(qtbot: Any, tabs: Tabs) -> None:
@@ -38,8 +38,6 @@ def test_the_importing_tab_shows_progress_and_its_stop_button_stops(
     qtbot: Any, tabs: Tabs, tmp_path: Path, held_import: threading.Event
 ) -> None:
     """Clicked with the mouse while the import is held after its first batch (not raced by size)."""
-    from PySide6.QtCore import Qt
-
     source = tmp_path / "held.csv"
     source.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(50_000)), encoding="utf-8")
     tabs.window.show()
@@ -50,11 +48,7 @@ def test_the_importing_tab_shows_progress_and_its_stop_button_stops(
     assert not isinstance(importing, DatabasePage)
     qtbot.waitUntil(lambda: "Importing held.csv: 20,000 rows" in importing.label.text(), timeout=30_000)
     assert importing.bar.value() > 0
-    with qtbot.waitSignal(tabs.tabs.open_failed, timeout=30_000) as failed:
-        qtbot.mouseClick(importing.stop_button, Qt.MouseButton.LeftButton)
-        held_import.set()
-    assert "stopped; nothing was kept" in failed.args[0]
-    assert tabs.widget.count() == 0
+    stop_by_mouse(qtbot, tabs, importing, held_import)
 
 
 def test_a_large_csv_on_the_fast_path_shows_progress_and_stops_by_mouse(
@@ -63,8 +57,6 @@ def test_a_large_csv_on_the_fast_path_shows_progress_and_stops_by_mouse(
     """Past fast_text.MIN_BYTES: pyarrow and the ADBC writer run in threads of their own, the
     import's thread reports their progress and sees Stop; the cache keeps nothing."""
     import re
-
-    from PySide6.QtCore import Qt
 
     from sqale_desktop.core import paths
     from sqale_desktop.core.imports import fast_text
@@ -82,9 +74,5 @@ def test_a_large_csv_on_the_fast_path_shows_progress_and_stops_by_mouse(
     shown = re.compile(r"Importing big\.csv: [1-9][\d,]* rows")  # waitUntil takes None for yes
     qtbot.waitUntil(lambda: shown.search(importing.label.text()) is not None, timeout=30_000)
     assert importing.bar.value() > 0
-    with qtbot.waitSignal(tabs.tabs.open_failed, timeout=30_000) as failed:
-        qtbot.mouseClick(importing.stop_button, Qt.MouseButton.LeftButton)
-        held_import.set()
-    assert "stopped; nothing was kept" in failed.args[0]
-    assert tabs.widget.count() == 0
+    stop_by_mouse(qtbot, tabs, importing, held_import)
     assert [p for p in (paths.cache_dir() / "imports").rglob("*") if p.is_file()] == []

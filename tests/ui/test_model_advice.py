@@ -141,9 +141,11 @@ def test_the_two_model_banners_are_compact_in_a_narrow_window(
     assert fitness is not None and context is not None
     # Laid out: both shown, one under the other, the stack as tall as the two.
     qtbot.waitUntil(
-        lambda: context.isVisible()
-        and context.geometry().top() > fitness.geometry().bottom()
-        and stack.height() >= fitness.height() + context.height()
+        lambda: (
+            context.isVisible()
+            and context.geometry().top() > fitness.geometry().bottom()
+            and stack.height() >= fitness.height() + context.height()
+        )
     )
     assert fitness.details.isVisible()
     assert fitness.label.toolTip() == window.model_banners.texts()["fitness"]

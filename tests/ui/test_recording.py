@@ -1,4 +1,4 @@
-""""Watch a recorded answer": the recorded demo episode, played through the real loop and tools.
+""" "Watch a recorded answer": the recorded demo episode, played through the real loop and tools.
 
 The recording is checked against the demo database and the protocol, so a change to either that
 breaks it fails here: every completion parses into valid calls of known tools, the episode has the

@@ -98,9 +98,7 @@ def test_a_failed_query_marks_the_previous_grid_stale(
     assert not page.grid_stale and page.sql.grid.toolTip() == ""
 
 
-def test_open_tabs_come_back_on_restart(
-    qtbot: Any, tmp_path: Path, chinook: Path, northwind: Path
-) -> None:
+def test_open_tabs_come_back_on_restart(qtbot: Any, tmp_path: Path, chinook: Path, northwind: Path) -> None:
     copy = tmp_path / "mine.sqlite"
     with sqlite3.connect(copy) as db:
         db.execute("CREATE TABLE t (x)")
