@@ -104,7 +104,6 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-
 @contextmanager
 def running_server() -> Iterator[tuple[str, Script]]:
     """A server for one test: its base URL and the ``Script`` it answers from (and records into)."""

@@ -136,7 +136,7 @@ def _backordered_by_supplier(conn: sqlite3.Connection, where: str, measure: str)
 
 
 def test_the_model_card_question_has_one_clear_answer(shop: Path) -> None:
-    """"Which supplier shipped the most back-ordered items last quarter?" must not be a coin toss.
+    """ "Which supplier shipped the most back-ordered items last quarter?" must not be a coin toss.
 
     "Last quarter" is the calendar quarter of the newest shipment; the winner must lead clearly,
     whether items are counted as rows or as units, and must differ from the all-time winner (so a

@@ -15,10 +15,16 @@ SQLITE_TYPES = {"application/vnd.sqlite3", "application/x-sqlite3"}  # shared-mi
 # The data files the app imports as databases (issue 24): CSV, TSV, JSON, JSON Lines, workbooks,
 # Parquet (the last two types are declared by packaging/linux/sqale-desktop-mime.xml).
 DATA_TYPES = {
-    "text/csv", "text/tab-separated-values", "application/json", "application/x-ndjson", "application/jsonl",
+    "text/csv",
+    "text/tab-separated-values",
+    "application/json",
+    "application/x-ndjson",
+    "application/jsonl",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "application/vnd.ms-excel.sheet.macroEnabled.12", "application/vnd.oasis.opendocument.spreadsheet",
-    "application/vnd.apache.parquet", "application/x-duckdb",
+    "application/vnd.ms-excel.sheet.macroEnabled.12",
+    "application/vnd.oasis.opendocument.spreadsheet",
+    "application/vnd.apache.parquet",
+    "application/x-duckdb",
 }
 
 
@@ -159,7 +165,7 @@ def _exec_argv(desktop: Path) -> list[str]:
 
 def test_install_sh_quotes_exec_for_a_home_with_spaces_and_specials(tmp_path: Path) -> None:
     app = _unpacked(tmp_path)
-    home = tmp_path / "my home $HOME `x` \"q\" 100%"
+    home = tmp_path / 'my home $HOME `x` "q" 100%'
     home.mkdir()
     _run_install(app, home)
     launcher = home / ".local" / "bin" / "sqale-desktop"

@@ -9,15 +9,12 @@ child process (the terminal is what a person sees) and closed at several points 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.e2e.child_app import run_app_script, terminal_noise
 
 SCRIPT = textwrap.dedent(
     """
@@ -43,16 +40,6 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("after_ms", [0, 5, 20, 60])
 def test_closing_during_the_launch_is_quiet(tmp_path: Path, after_ms: int) -> None:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SQALE_DESKTOP_HOME=str(tmp_path / "home"))
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(after_ms)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
-    noise = [line for line in done.stderr.splitlines() if "propagateSizeHints" not in line]
+    done = run_app_script(SCRIPT, str(after_ms), home=tmp_path / "home")
     assert done.returncode == 0, done.stderr
-    assert noise == []
+    assert terminal_noise(done) == []

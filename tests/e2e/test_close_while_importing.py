@@ -8,15 +8,11 @@ is ``run_app`` in a child process, given the file as a person does on the comman
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 from tests.conftest import fingerprint
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.e2e.child_app import run_app_script, terminal_noise
 
 SCRIPT = textwrap.dedent(
     """
@@ -53,19 +49,9 @@ def test_closing_while_a_large_csv_imports_is_clean(tmp_path: Path) -> None:
             handle.write(block)
     before = fingerprint(source)
     home = tmp_path / "home"
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SQALE_DESKTOP_HOME=str(home))
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(source)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    done = run_app_script(SCRIPT, str(source), home=home)
     assert done.returncode == 0, done.stderr
     assert "closing while importing" in done.stdout
-    noise = [line for line in done.stderr.splitlines() if "propagateSizeHints" not in line]
-    assert noise == []
+    assert terminal_noise(done) == []
     assert [p for p in (home / "cache" / "imports").rglob("*") if p.is_file()] == []
     assert fingerprint(source) == before

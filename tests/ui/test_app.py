@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from PySide6.QtWidgets import QPushButton
 from sqale_desktop.core.demo import DEMO_QUESTIONS
 from sqale_desktop.ui.app import QUIT_AFTER_SHOWN_ENV, LaunchOpener, build_main_window, create_application
 from sqale_desktop.ui.database_page import DatabasePage
+from tests.commands.subprocess_cli import run_cli
 
 
 def test_first_run_opens_the_demo_and_offers_a_model(qtbot: Any) -> None:
@@ -130,14 +129,7 @@ def test_the_demo_opens_only_when_no_launch_file_did(qtbot: Any, tmp_path: Path)
 def test_the_command_line_opens_a_file_and_the_quit_hook_reports_its_tabs(chinook: Path) -> None:
     """The real entry point in a child process: window shown, chinook's tab, then quit by the hook."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **{QUIT_AFTER_SHOWN_ENV: "1"})
-    done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", str(chinook)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    done = run_cli(str(chinook), env=env)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [e["event"] for e in events] == ["shown", "ready"]

@@ -35,9 +35,7 @@ def test_a_users_own_wait_setting_is_kept() -> None:
 
 
 def test_loading_llama_cpp_first_is_reported() -> None:
-    probe = (
-        "import llama_cpp\nimport sqale_desktop.core.engines.llama.engine as e\nprint(e.POLICY_NOTE)\n"
-    )
+    probe = "import llama_cpp\nimport sqale_desktop.core.engines.llama.engine as e\nprint(e.POLICY_NOTE)\n"
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     clean["PYTHONPATH"] = str(REPO_ROOT)
     out = subprocess.run([sys.executable, "-c", probe], env=clean, capture_output=True, text=True, check=True)

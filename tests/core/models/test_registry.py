@@ -174,8 +174,10 @@ def test_models_list_says_the_registry_is_damaged(capsys: pytest.CaptureFixture[
     from sqale_desktop import cli
 
     registry_path().parent.mkdir(parents=True, exist_ok=True)
-    registry_path().write_text('{"version": 1, "models": [{"id": "m", "path": "/m.gguf", "sha256": "0", '
-                               '"size": "big", "origin": "import"}]}')
+    registry_path().write_text(
+        '{"version": 1, "models": [{"id": "m", "path": "/m.gguf", "sha256": "0", '
+        '"size": "big", "origin": "import"}]}'
+    )
     assert cli.main(["models", "list"]) == 1
     err = capsys.readouterr().err
     assert "damaged" in err and "size" in err and "Traceback" not in err
