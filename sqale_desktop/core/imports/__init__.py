@@ -383,6 +383,7 @@ def _build(
                 build.adopt(written, None, "")
                 continue
             _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=kind == "folder")
+        meter.finish()
         if kind in ("folder", "excel"):
             foreign_keys.infer(build)
         _resolve_declared_keys(build)

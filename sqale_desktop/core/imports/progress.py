@@ -109,6 +109,14 @@ class Meter:
             self._last = now
             self._progress(self.snapshot())
 
+    def finish(self) -> None:
+        """Every file is read: report that now, whatever the interval, so the last report a person
+        sees (and the bar) is the whole source, not the batch before the throttle's last."""
+        self.check()
+        if self._progress is not None:
+            self._last = time.monotonic()
+            self._progress(self.snapshot())
+
     def check(self) -> None:
         if self._cancel is not None and self._cancel.is_set():
             raise ImportCancelled(f"Import of {self.source or 'the file'} stopped; nothing was kept.")

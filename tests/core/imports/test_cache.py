@@ -78,7 +78,26 @@ def test_progress_reports_rows_and_bytes(tmp_path: Path) -> None:
     assert seen
     assert all(p.bytes_total == source.stat().st_size for p in seen)
     assert [p.rows for p in seen] == sorted(p.rows for p in seen)
-    assert seen[-1].rows > 0 and "Importing big.csv" in seen[-1].line()
+    assert (seen[-1].rows, seen[-1].bytes_done) == (60_000, source.stat().st_size)
+    assert seen[-1].line().startswith("Importing big.csv: 60,000 rows")
+
+
+def test_the_last_report_is_the_whole_source_whatever_the_throttle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reports are at most one per interval; the import's end is reported anyway (the bar full)."""
+    from sqale_desktop.core.imports.progress import Meter
+
+    init = Meter.__init__
+
+    def init_once_an_hour(self: Meter, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **{**kwargs, "interval_s": 3600.0})
+
+    monkeypatch.setattr(Meter, "__init__", init_once_an_hour)
+    source = _csv(tmp_path / "big.csv", 60_000)
+    seen: list[ImportProgress] = []
+    import_source(source, progress=seen.append)
+    assert seen and (seen[-1].rows, seen[-1].fraction) == (60_000, 1.0)
 
 
 def test_cancel_mid_import_keeps_nothing(tmp_path: Path) -> None:
