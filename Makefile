@@ -41,6 +41,7 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.test-installed
 	$(BIN)/ruff check sqale_desktop tests benchmarks
+	$(BIN)/ruff format --check sqale_desktop tests benchmarks
 	$(BIN)/mypy sqale_desktop
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest

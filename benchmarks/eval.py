@@ -59,8 +59,10 @@ def harness_overhead(cache: Path, out: Path) -> dict[str, object]:
         "target_s": 60,
         "target_met": seconds < 60 and len(records) == 972,
     }
-    print(f"gold replay over {len(records)} Spider questions: {seconds:.1f} s, {correct} correct, "
-          f"{figures['ms_per_episode']} ms per episode (target: all 972 < 60 s)")
+    print(
+        f"gold replay over {len(records)} Spider questions: {seconds:.1f} s, {correct} correct, "
+        f"{figures['ms_per_episode']} ms per episode (target: all 972 < 60 s)"
+    )
     return figures
 
 
@@ -154,8 +156,10 @@ def server_rates(quick: bool, cache: Path, out: Path) -> dict[str, object]:
             figures[f"concurrency_{concurrency}"] = {
                 "episodes": len(records), "errors": errors, "episodes_per_minute": round(rate, 1),
             }  # fmt: skip
-            print(f"server, concurrency {concurrency}: {len(records)} episodes ({errors} errors), "
-                  f"{rate:.1f} episodes/minute")
+            print(
+                f"server, concurrency {concurrency}: {len(records)} episodes ({errors} errors), "
+                f"{rate:.1f} episodes/minute"
+            )
         return figures
     finally:
         server.terminate()

@@ -211,8 +211,10 @@ def resolve_db(path: str | Path) -> Path:
     if live:
         print("\r" + " " * 120 + "\r", end="", file=sys.stderr, flush=True)
     if result is not None:
-        print(f"note: {result.summary}" + (" (imported before, unchanged)" if result.reused else ""),
-              file=sys.stderr)
+        print(
+            f"note: {result.summary}" + (" (imported before, unchanged)" if result.reused else ""),
+            file=sys.stderr,
+        )
         for line in result.notes + [f"foreign key {fk}" for fk in result.foreign_keys]:
             print(f"note: {line}", file=sys.stderr)
     return db_path

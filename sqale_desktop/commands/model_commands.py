@@ -78,8 +78,6 @@ def _fail(exc: ModelError) -> int:
     return EXIT_FAILED
 
 
-
-
 def _select(model_id: str) -> None:
     from sqale_desktop.core import settings
 

@@ -128,6 +128,8 @@ def _v1(conn: sqlite3.Connection) -> None:
 
 
 Migration = Callable[[sqlite3.Connection], None]
+
+
 def _v2(conn: sqlite3.Connection) -> None:
     """Reruns keep their duration, for the query-history panel (issue 13)."""
     conn.execute("ALTER TABLE entries ADD COLUMN duration_ms INTEGER")

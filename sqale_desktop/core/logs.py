@@ -108,9 +108,7 @@ def _remove_installed(root: logging.Logger) -> None:
     _installed.clear()
 
 
-def log_uncaught(
-    kind: type[BaseException], value: BaseException, tb: types.TracebackType | None
-) -> None:
+def log_uncaught(kind: type[BaseException], value: BaseException, tb: types.TracebackType | None) -> None:
     """A ``sys.excepthook``: an exception nobody caught is a bug, so its traceback goes to the log."""
     if not issubclass(kind, KeyboardInterrupt):
         _log.critical("uncaught exception (a bug)", exc_info=(kind, value, tb))

@@ -202,7 +202,6 @@ def quantize(source: Path, target: Path, *, ftype: str = "Q4_K_M", threads: int 
 
     import llama_cpp
 
-
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
     params.nthread = threads or 0

@@ -159,7 +159,7 @@ def _refuse_duplicates(qset: QuestionSet) -> None:
         if earlier != index:
             raise QuestionSetError(
                 f"{qset.source}: entries {earlier} and {index} share the id {question.key} "
-                "(ids are matched as text, so 1 and \"1\" are the same id)"
+                '(ids are matched as text, so 1 and "1" are the same id)'
             )
 
 

@@ -187,9 +187,7 @@ def read_predictions(path: Path) -> dict[str, str]:
             raise ValueError(f"{path}, line {number}: sql must be text or null, not {type(sql).__name__}")
         key = str(record["id"])
         if key in lines_of:
-            raise ValueError(
-                f"{path}, line {number}: the id {key} was given already on line {lines_of[key]}"
-            )
+            raise ValueError(f"{path}, line {number}: the id {key} was given already on line {lines_of[key]}")
         lines_of[key] = number
         predictions[key] = sql or ""
     return predictions

@@ -418,5 +418,3 @@ def _kept_message(cpaths: hubcache.CachePaths, remote: hub.RemoteFile, head: str
         f"{head}. {format_bytes(have, 'MiB')} of {format_bytes(remote.size, 'MiB')} are kept; "
         "downloading again resumes where it stopped."
     )
-
-

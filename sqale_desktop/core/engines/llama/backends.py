@@ -243,8 +243,16 @@ def load_backends() -> Backends:
             chosen = None
         if chosen is None:
             notes.append("no CPU variant of this build runs on this CPU")
-        ordered = tuple(sorted(scores.items(), key=lambda item: list(VARIANT_FEATURES).index(item[0])
-                               if item[0] in VARIANT_FEATURES else len(VARIANT_FEATURES)))
+        ordered = tuple(
+            sorted(
+                scores.items(),
+                key=lambda item: (
+                    list(VARIANT_FEATURES).index(item[0])
+                    if item[0] in VARIANT_FEATURES
+                    else len(VARIANT_FEATURES)
+                ),
+            )
+        )
         _loaded = Backends(folder, True, chosen, ordered, tuple(gpu), tuple(notes))
         return _loaded
 

@@ -96,7 +96,6 @@ class Checkpoint:
         return to_float32(self.read(name), self._entries[name].dtype)
 
 
-
 def to_float32(data: npt.NDArray[Any], dtype: str) -> npt.NDArray[np.float32]:
     """Decode storage values (BF16 bits, F16, F32) to float32."""
     if dtype == "BF16":

@@ -90,7 +90,6 @@ def child_main(argv: Sequence[str]) -> int:
     """The child process: run llama.cpp's quantizer; its status is the exit status."""
     import llama_cpp
 
-
     src, dst, quant, threads = argv
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, QUANT_TYPES[quant])

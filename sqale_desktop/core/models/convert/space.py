@@ -37,5 +37,3 @@ def _existing_parent(path: Path) -> Path:
         if candidate.exists():
             return candidate
     return Path(path.anchor or ".")
-
-
