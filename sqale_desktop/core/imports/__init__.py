@@ -483,7 +483,7 @@ def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str],
             build.stage_text(text.read_csv(path, meter, stem), path.name)
         except UnicodeDecodeError:
             table = text.read_csv(path, meter, stem, encoding="latin-1")
-            table.notes.append("not in one consistent encoding: read as Latin-1, every byte kept")
+            table.notes.append(text.MIXED_ENCODING_NOTE)
             build.stage_text(table, path.name)
     elif kind == "json":
         for table in json_source.read_json(path, meter, stem):

@@ -16,18 +16,27 @@ cell becomes a Python object:
 - **Writing**: :mod:`.arrow_writer` (Apache Arrow's ADBC SQLite driver, in C), with parsing and
   checking in a thread beside it, so both cores work.
 
+- **Codecs**: Arrow reads UTF-8 itself; a file in another codec (cp1252, Latin-1, UTF-16) is
+  first copied as UTF-8 beside the file being built (:func:`_write_transcoded` says why not
+  Arrow's own decoding), and bytes that are not UTF-8 far down, or that the codec does not
+  define, make it a Latin-1 copy, with the general path's note.
+
 What this path does not do it leaves to the general one by raising :class:`NotFast` before anything
 is kept: rows with more or fewer fields than the header (the general path pads them and says so),
-more columns than a table holds, a codec other than UTF-8 or bytes that are not valid UTF-8 (the
-general path falls back to Latin-1), or any cell pyarrow reads differently from Python's ``csv``
+more columns than a table holds, or any cell pyarrow reads differently from Python's ``csv``
 (checked on the first rows).
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import dataclasses
+import gzip
 import os
+import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +46,8 @@ from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
 from sqale_desktop.core.imports.progress import Meter
 from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess
 
+UTF8_CODECS = ("utf-8", "utf-8-sig")  # what Arrow reads itself (it skips a UTF-8 BOM)
+TRANSCODE_BYTES = 4 * 1024 * 1024  # a block of a file in another codec, written again as UTF-8
 MIN_BYTES = 4 * 1024 * 1024  # smaller files take the general path: they import in well under a second
 BLOCK_BYTES = 1024 * 1024  # pyarrow's read block: one record batch of about this much text
 GUESS_BYTES = 8 * 1024 * 1024  # the types are guessed from this much before the first row is written
@@ -49,6 +60,20 @@ class NotFast(KnownError):
 
 class _Retype(Exception):
     """A batch changed a column's type after rows were written with the old one."""
+
+
+class _NotUtf8(NotFast):
+    """Bytes past the sample are not UTF-8: the file is read again as Latin-1."""
+
+
+@dataclass(frozen=True)
+class _Utf8Text:
+    """What Arrow reads: ``path`` (the source, or its UTF-8 copy) with the source's ``layout``;
+    ``scale`` turns the bytes read of it into the source's bytes, for the progress bar."""
+
+    path: Path
+    layout: text.Layout
+    scale: float
 
 
 def wanted(path: Path) -> bool:
@@ -64,9 +89,64 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
     path must import the file, :class:`ImportFailed` for a file no path imports.
     """
     layout = text.sniff(path)
-    if layout.codec not in ("utf-8", "utf-8-sig"):
-        # Arrow decodes other codecs through a Python codec object, called from its own threads
-        raise NotFast(f"encoded as {layout.codec}")
+    if layout.codec in UTF8_CODECS:
+        try:
+            return _write_utf8(_Utf8Text(path, layout, 1.0), target, table_name, source, meter)
+        except _NotUtf8:
+            # As the general path does when UTF-8 fails part-way: the whole file read as Latin-1.
+            layout = text.sniff(path, encoding="latin-1")
+            layout.notes.append(text.MIXED_ENCODING_NOTE)
+    return _write_transcoded(path, layout, target, table_name, source, meter)
+
+
+def _write_transcoded(
+    path: Path, layout: text.Layout, target: Path, table_name: str, source: str, meter: Meter
+) -> StagedTable:
+    """Import ``path``, in a codec other than UTF-8, through a UTF-8 copy of it beside ``target``.
+
+    Arrow can decode other codecs only through a Python codec object that it calls from its own
+    read-ahead threads (``ReadOptions.encoding``, ``transcoding_input_stream``), and Python code
+    run from Arrow's threads as the interpreter exits (Ctrl+C) crashes it; so the copy is made here,
+    in the import's thread, at a few hundred MB/s, and Arrow reads it as it reads any UTF-8 file.
+    A byte the codec does not define turns the copy into Latin-1, as in the general path.
+    """
+    scratch = target.with_name(target.name + ".utf-8.txt")
+    try:
+        try:
+            _transcode(path, layout.codec, scratch, meter)
+        except UnicodeDecodeError:
+            layout = text.sniff(path, encoding="latin-1")
+            layout.notes.append(text.MIXED_ENCODING_NOTE)
+            _transcode(path, "latin-1", scratch, meter)
+        # Progress counts the source's bytes: the copy's are scaled back to them.
+        scale = text.file_size(path) / max(1, text.file_size(scratch))
+        readable = _Utf8Text(scratch, dataclasses.replace(layout, codec="utf-8"), scale)
+        return _write_utf8(readable, target, table_name, source, meter)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(scratch)
+
+
+def _transcode(path: Path, codec: str, scratch: Path, meter: Meter) -> None:
+    """Write ``path`` (decompressed) as UTF-8 into ``scratch``; raises ``UnicodeDecodeError`` for
+    a byte ``codec`` does not define.  Stop is seen between blocks; no rows are counted."""
+    decoder = codecs.getincrementaldecoder(codec)(errors="strict")
+    stream, _counter = text.open_bytes(path)
+    try:
+        with open(scratch, "wb") as out:
+            while block := stream.read(TRANSCODE_BYTES):
+                out.write(decoder.decode(block).encode("utf-8"))
+                meter.check()
+            out.write(decoder.decode(b"", final=True).encode("utf-8"))
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # the general path says what is wrong
+        raise NotFast(f"it cannot be decompressed: {exc}") from exc
+    finally:
+        stream.close()
+
+
+def _write_utf8(readable: _Utf8Text, target: Path, table_name: str, source: str, meter: Meter) -> StagedTable:
+    """Import the UTF-8 text ``readable`` into ``target`` (see :func:`write_table`)."""
+    layout = readable.layout
     width = len(layout.header)
     if width > MAX_COLUMNS:
         raise NotFast(f"{width:,} columns: the general path says how many a table can hold")
@@ -75,16 +155,16 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
     try:
         guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
         try:
-            _guess(path, layout, guesses, meter, until=GUESS_BYTES)
+            _guess(readable, guesses, meter, until=GUESS_BYTES)
             staged = _staged(layout, [g.result() for g in guesses], table_name, source)
-            rows = _write(path, layout, guesses, staged, target, meter, check=True)
+            rows = _write(readable, guesses, staged, target, meter, check=True)
         except _Retype:  # written again, with the types of the whole file
             _forget(target, meter)
             guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
-            _guess(path, layout, guesses, meter, until=None)
+            _guess(readable, guesses, meter, until=None)
             meter.rewind()
             staged = _staged(layout, [g.result() for g in guesses], table_name, source)
-            rows = _write(path, layout, guesses, staged, target, meter, check=False)
+            rows = _write(readable, guesses, staged, target, meter, check=False)
     except BaseException as exc:
         if isinstance(exc, NotFast):
             _forget(target, meter)  # the general path starts the file again
@@ -163,10 +243,11 @@ def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any, Any]:
     return reader, raw, stream
 
 
-def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
-    """The file's record batches (all text), each with the bytes read from disk so far."""
+def _batches(readable: _Utf8Text) -> Iterator[tuple[Any, int]]:
+    """The file's record batches (all text), each with the source's bytes read from disk so far."""
     import pyarrow as pa
 
+    path, layout = readable.path, readable.layout
     reader, raw, stream = _reader(path, layout)
     first = True
     compressed = path.suffix.lower() == ".gz"
@@ -178,7 +259,10 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
             except StopIteration:
                 return
             except pa.ArrowException as exc:  # a ragged row, bytes that are not UTF-8, a bad .gz
-                raise NotFast(f"pyarrow stops reading it: {str(exc).splitlines()[0]}") from exc
+                first_line = str(exc).splitlines()[0]
+                if "invalid UTF8" in first_line:
+                    raise _NotUtf8(f"pyarrow stops reading it: {first_line}") from exc
+                raise NotFast(f"pyarrow stops reading it: {first_line}") from exc
             if first:
                 first = False
                 expected = [[c or None for c in row] for row in layout.first_rows if row]
@@ -186,14 +270,14 @@ def _batches(path: Path, layout: text.Layout) -> Iterator[tuple[Any, int]]:
                 if got != expected[: len(got)]:
                     raise NotFast("pyarrow splits the first rows differently from Python's csv")
             if compressed:
-                yield batch, raw.tell()  # compressed bytes read (Arrow reads a few blocks ahead)
+                yield batch, int(raw.tell() * readable.scale)  # compressed bytes (Arrow reads ahead)
                 continue
             # Arrow reads ahead many blocks (the whole of a small file at the first batch), so the
             # file's position would run ahead of the rows: the text parsed is counted instead, its
             # cells' bytes and a delimiter or line end after each.
             parsed += batch.num_rows * batch.num_columns
             parsed += sum(buffers[2].size for buffers in (c.buffers() for c in batch.columns) if buffers[2])
-            yield batch, min(parsed, raw.tell())
+            yield batch, int(min(parsed, raw.tell()) * readable.scale)
     finally:
         reader.close()
         stream.close()
@@ -205,12 +289,10 @@ def _update(guesses: list[ColumnGuess], batch: Any) -> None:
             guess.update_arrow(column)
 
 
-def _guess(
-    path: Path, layout: text.Layout, guesses: list[ColumnGuess], meter: Meter, until: int | None
-) -> None:
+def _guess(readable: _Utf8Text, guesses: list[ColumnGuess], meter: Meter, until: int | None) -> None:
     """Narrow ``guesses`` over the batches read before ``until`` bytes of the file, or over the
     whole file (``None``: a pass of its own, shown on the meter)."""
-    for batch, position in _batches(path, layout):
+    for batch, position in _batches(readable):
         _update(guesses, batch)
         if until is None:
             meter.count(batch.num_rows, position)
@@ -219,20 +301,19 @@ def _guess(
 
 
 def _write(
-    path: Path,
-    layout: text.Layout,
+    readable: _Utf8Text,
     guesses: list[ColumnGuess],
     staged: StagedTable,
     target: Path,
     meter: Meter,
     check: bool,
 ) -> int:
-    """Write every row of ``path`` into the new file ``target`` as the table ``staged`` with its
+    """Write every row of ``readable`` into the new file ``target`` as the table ``staged`` with its
     columns' types; with ``check``, raise :class:`_Retype` when a batch does not fit them."""
     kinds = [column.type for column in staged.columns]
 
     def converted() -> Iterator[tuple[list[Any], int, int]]:
-        for batch, position in _batches(path, layout):
+        for batch, position in _batches(readable):
             if check:
                 _update(guesses, batch)
                 if [g.result() for g in guesses] != kinds:
@@ -240,7 +321,7 @@ def _write(
             yield _convert(batch, kinds, guesses), batch.num_rows, position
 
     types = [_arrow_type(kind) for kind in kinds]
-    return arrow_writer.write(converted(), types, target, staged, meter, path.name)
+    return arrow_writer.write(converted(), types, target, staged, meter, staged.source)
 
 
 def _arrow_type(kind: str) -> Any:

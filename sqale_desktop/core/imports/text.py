@@ -209,6 +209,10 @@ def sniff_delimiter(text: str, suffix: str) -> str | None:
     return best
 
 
+# What a table read as Latin-1 after its own codec failed part-way says (both import paths).
+MIXED_ENCODING_NOTE = "not in one consistent encoding: read as Latin-1, every byte kept"
+
+
 @dataclass
 class Layout:
     """How a delimited text file reads, found from its first bytes and rows: the codec, the

@@ -88,11 +88,14 @@ def test_every_real_text_file_imports_the_same_both_ways(
         assert fast == general, path.name
         if taken:
             fast_taken.append(path.name)
-    # The files the fast path declines are the ones in other codecs, with ragged rows, or too wide.
-    assert len(fast_taken) >= 15, fast_taken
+    # The files the fast path declines: ragged rows, too many columns, nothing to import.
+    declined = sorted(p.name for p in paths if p.name not in fast_taken)
+    assert declined == ["csvkit__bad.csv", "frictionless__empty.csv", "frictionless__wide.csv"]
     assert "fivethirtyeight__state_legislative_district_analysis.csv" in fast_taken
     assert "quotes_and_newlines.csv" in fast_taken
-    assert "frictionless__table-with-accents.csv" not in fast_taken  # cp1252
+    # other codecs, through a UTF-8 copy of the file
+    assert {"frictionless__table-with-accents.csv", "csvkit__test_latin1.csv"} <= set(fast_taken)
+    assert "csvkit__test_utf16_little.csv" in fast_taken
 
 
 def write_csv(path: Path, header: str, lines: list[str]) -> Path:
@@ -152,17 +155,56 @@ def test_a_ragged_row_far_down_goes_to_the_general_path(
     assert any(note in n for n in result.notes), result.notes
 
 
-def test_a_byte_that_is_not_utf8_far_down_goes_to_the_general_path(
+def test_a_byte_that_is_not_utf8_far_down_is_read_as_latin1_as_the_general_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
 ) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
     monkeypatch.setattr(fast_text, "BLOCK_BYTES", 4096)
     body = "".join(f"{i},caf\u00e9\n" for i in range(40_000)).encode()
     path = tmp_path / "mixed.csv"
     path.write_bytes(b"id,name\n" + body + b"40000,caf\xe9\n")  # past the 256 KB the codec is found from
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    assert taken and fast == general
     result = import_source(path)
-    assert rows(result.db_path, "SELECT count(*), max(id) FROM mixed") == [(40_001, 40_000)]
+    assert rows(result.db_path, "SELECT count(*), max(id), max(name) FROM mixed") == [
+        (40_001, 40_000, "caf\u00e9")  # the file's last byte, as Latin-1 reads it
+    ]
     assert any("read as Latin-1" in n for n in result.notes), result.notes
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_a_large_cp1252_file_takes_the_fast_path_through_a_utf8_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any, suffix: str
+) -> None:
+    """A spreadsheet export in Windows' code page: imported as the general path imports it, and the
+    UTF-8 copy Arrow read is gone from the cache afterwards."""
+    from sqale_desktop.core import paths
+
+    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
+    monkeypatch.setattr(fast_text, "TRANSCODE_BYTES", 1000)  # blocks that split the € (3 UTF-8 bytes)
+    lines = [f"{i};Caf\u00e9 M\u00fcller {i};{i},{i % 100:02d} \u20ac" for i in range(30_000)]
+    data = ("id;name;price\n" + "\n".join(lines) + "\n").encode("cp1252")
+    path = tmp_path / f"export{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    assert taken and fast == general
+    result = import_source(path)
+    assert rows(result.db_path, "SELECT count(*), max(name), typeof(max(price)) FROM export") == [
+        (30_000, "Caf\u00e9 M\u00fcller 9999", "text")
+    ]
+    assert "read as cp1252" in result.notes[0], result.notes
+    assert [p.name for p in paths.cache_dir().rglob("*.utf-8.txt")] == []
+
+
+def test_a_byte_cp1252_does_not_define_far_down_makes_the_copy_latin1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fast_text, "TRANSCODE_BYTES", 4096)
+    body = "".join(f"{i},M\u00fcller\n" for i in range(40_000)).encode("cp1252")
+    path = tmp_path / "odd.csv"
+    path.write_bytes(b"id,name\n" + body + b"40000,\x81\n")  # 0x81: no character in cp1252
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    assert taken and fast == general
+    assert any("read as Latin-1" in n for n in fast[2]), fast[2]
 
 
 def test_a_large_gzipped_csv_takes_the_fast_path(tmp_path: Path, rows: Any) -> None:

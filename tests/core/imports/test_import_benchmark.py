@@ -14,8 +14,8 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
-KINDS = ("csv", "xlsx", "parquet")
-FIGURES = ("bytes", "rows", "import_s", "mb_per_s", "mb_per_cpu_s", "rows_per_s", "first_rows_s")
+KINDS = ("csv", "csv_cp1252", "xlsx", "parquet")
+FIGURES = ("bytes", "rows", "import_s", "mb_per_s", "mb_per_cpu_s", "rows_per_s", "first_rows_s", "fast_path")
 
 
 def test_quick_run_ends_with_the_figures_as_json(tmp_path: Path) -> None:
@@ -37,3 +37,5 @@ def test_quick_run_ends_with_the_figures_as_json(tmp_path: Path) -> None:
     assert figures["parquet_rows"] == 100_000
     assert figures["csv_rows"] > 0 and figures["csv_bytes"] >= 32 * 1024 * 1024
     assert "csv_preview_s" in figures and "csv_reuse_s" in figures
+    # which path each file took (the page size of the file it made)
+    assert [figures[f"{kind}_fast_path"] for kind in KINDS] == [True, True, False, True]
