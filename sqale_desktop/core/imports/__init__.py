@@ -34,6 +34,7 @@ from sqale_desktop.core.imports.progress import (
     Meter,
     ProgressFn,
 )
+from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
 
 __all__ = [
     "DIALOG_PATTERNS",
@@ -144,8 +145,9 @@ def resolve_database(
 
     ``ctrl_c_stops`` (the command line): while the import runs, Ctrl+C sets its Stop event, so it
     ends the way the window's Stop ends it (its threads between two batches, nothing kept), then
-    KeyboardInterrupt is raised.  A KeyboardInterrupt raised at an arbitrary point of an import
-    instead crashed the interpreter at exit now and then, in pyarrow's reader threads.
+    KeyboardInterrupt is raised.  A KeyboardInterrupt raised at an arbitrary point is safe too (the
+    import waits for its threads before it lets one go up, :mod:`.threads`), but this way the
+    message is the import's own and no half-done step is unwound by an exception.
     """
     path = Path(path).expanduser()
     if kind_of(path) is None:
@@ -204,7 +206,7 @@ class _Hashing:
         self._stop = threading.Event()
         self._digests: list[str] = []
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(members,), name="import-hash", daemon=True)
+        self._thread = ImportThread(lambda: self._run(members), "import-hash")
         self._thread.start()
 
     def _run(self, members: list[Path]) -> None:
@@ -214,14 +216,13 @@ class _Hashing:
             self._error = exc
 
     def result(self) -> list[str]:
-        self._thread.join()
+        self._thread.ended.wait()  # not Thread.join: see .threads
         if self._error is not None:
             raise self._error
         return self._digests
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        stop_and_wait(self._stop, self._thread)
 
 
 def cache_folder(source: Path) -> Path:

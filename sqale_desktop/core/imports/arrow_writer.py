@@ -30,6 +30,7 @@ from typing import Any
 from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.builder import StagedTable, create_sql
 from sqale_desktop.core.imports.progress import ImportFailed, Meter
+from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,8 @@ def write(
         except BaseException as exc:
             failure.append(exc)
 
-    reader = threading.Thread(target=produce, name="import-read", daemon=True)
-    writer = threading.Thread(target=write_all, name="import-write", daemon=True)
+    reader = ImportThread(produce, "import-read")
+    writer = ImportThread(write_all, "import-write")
     reported = 0
     try:
         # Started inside the ``try``: a Ctrl+C between the two starts must still stop the first;
@@ -130,17 +131,14 @@ def write(
         reader.start()
         writer.start()
         while True:
-            writer.join(0.1)
-            finished = not writer.is_alive()
-            rows = done["rows"]  # read after the join: a writer that has ended has counted them all
+            finished = writer.wait(0.1)
+            rows = done["rows"]  # read after the wait: a writer that has ended has counted them all
             meter.count(rows - reported, done["position"])  # raises ImportCancelled on Stop
             reported = rows
             if finished:
                 break
     finally:
-        stop.set()
-        _join(writer)
-        _join(reader)
+        stop_and_wait(stop, writer, reader)  # not Thread.join: see .threads
     if failure:
         first = next((f for f in failure if not isinstance(f, _Stopped)), failure[0])
         if isinstance(first, _Stopped):
@@ -152,14 +150,6 @@ def write(
             raise sqlite3.OperationalError(str(first).splitlines()[0]) from first
         raise first
     return reported
-
-
-def _join(thread: threading.Thread) -> None:
-    """Wait for ``thread`` (told to stop) to end, if it started, through a second Ctrl+C too: the
-    first is on its way up already, and the thread ends within one batch."""
-    while thread.ident is not None and thread.is_alive():
-        with contextlib.suppress(KeyboardInterrupt):
-            thread.join()
 
 
 def _insert_all(
