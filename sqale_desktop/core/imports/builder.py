@@ -141,6 +141,11 @@ class Builder:
             self.conn.execute("COMMIT")
         except BaseException:
             self._abandon(stage)
+            # A refused table's batches are left part-read: closed now, so its file is closed now
+            # (not by the garbage collector, in whatever order a reference cycle is freed).
+            close = getattr(table.batches, "close", None)
+            if close is not None:
+                close()
             raise
         if width == 0:
             raise ImportFailed(f"{source} has no columns to import.")

@@ -5,12 +5,14 @@ without holding styles in memory; it applies the 1904 date system, returns the c
 formulas, and names hidden sheets.  Cells are turned into text and go through the same type guess
 as a CSV's, so a sheet of whole numbers is INTEGER (Excel stores every number as a float), dates
 are ISO-8601 text and ``TRUE`` cells are BOOLEAN.  Merged ranges hold their value in the first cell
-only, as Excel itself stores them.
+only, as Excel itself stores them.  A sheet's rows become Python values one batch at a time
+(calamine holds the sheet's cells, compactly, in Rust), and the progress bar follows the rows read.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from sqale_desktop.core.imports.progress import ImportFailed, Meter
 from sqale_desktop.core.imports.text import BATCH_ROWS, TextTable, split_header
 
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+HEADER_ROWS = 20  # the first rows the header is found among (titles above it are skipped)
 
 
 def _cell(value: Any) -> str | None:
@@ -57,29 +60,30 @@ def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTabl
         raise ImportFailed(f"{path.name} is not a readable workbook: {exc}") from exc
     tables: list[TextTable] = []
     skipped: list[str] = []
-    size = path.stat().st_size
+    progress = _Progress(meter, path.stat().st_size)
     for meta in book.sheets_metadata:
         if meta.typ not in (SheetTypeEnum.WorkSheet,):
             skipped.append(f"{meta.name} (a {str(meta.typ).split('.')[-1]} sheet)")
             continue
         try:
-            rows = book.get_sheet_by_name(meta.name).to_python(skip_empty_area=True)
+            sheet = book.get_sheet_by_name(meta.name)
         except (CalamineError, ValueError) as exc:
             skipped.append(f"{meta.name} ({exc})")
             continue
-        cells = [[_cell(v) for v in row] for row in rows]
-        above, header, data = split_header([[c or "" for c in row] for row in cells[:20]])
+        rows = _rows(sheet)
+        first = list(itertools.islice(rows, HEADER_ROWS))
+        above, header, _data = split_header([[c or "" for c in row] for row in first])
         if header is None:
             skipped.append(f"{meta.name} (empty)")
             continue
-        start = len(above) + 1
+        progress.total_rows += sheet.height
         name = f"{prefix}_{meta.name}" if prefix else meta.name
-        table = TextTable(name, list(header), _batches(cells[start:], meter, size))
+        data = itertools.chain(first[len(above) + 1 :], rows)
+        table = TextTable(name, list(header), _batches(data, progress, len(above) + 1))
         if above:
             table.notes.append(f"{len(above)} row(s) above the header skipped")
         if meta.visible != SheetVisibleEnum.Visible:
             table.notes.append(f"sheet {meta.name} is hidden in the workbook")
-        del data
         tables.append(table)
     if not tables:
         raise ImportFailed(f"{path.name} has no worksheet with cells to import.")
@@ -88,8 +92,39 @@ def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTabl
     return tables
 
 
-def _batches(rows: list[list[str | None]], meter: Meter, size: int) -> Iterator[list[list[str | None]]]:
-    for start in range(0, len(rows), BATCH_ROWS):
-        batch = [row for row in rows[start : start + BATCH_ROWS] if any(c is not None for c in row)]
+def _rows(sheet: Any) -> Iterator[list[str | None]]:
+    """The sheet's rows as text cells, one at a time, from its first used row and column (what
+    ``to_python(skip_empty_area=True)`` gives, without a Python copy of the whole sheet)."""
+    first_row, first_column = sheet.start or (0, 0)
+    for index, row in enumerate(sheet.iter_rows()):
+        if index >= first_row:
+            yield [_cell(v) for v in row[first_column:]]
+
+
+class _Progress:
+    """Rows read of every sheet, shown as the same share of the workbook's bytes: a workbook is
+    compressed XML read whole by calamine, so its rows are the only measure of how far it is."""
+
+    def __init__(self, meter: Meter, size: int) -> None:
+        self.meter = meter
+        self.size = size
+        self.total_rows = 0
+        self.rows_read = 0
+
+    def count(self, imported: int, read: int) -> None:
+        self.rows_read += read
+        share = min(1.0, self.rows_read / self.total_rows) if self.total_rows else 1.0
+        self.meter.count(imported, int(self.size * share))
+
+
+def _batches(
+    rows: Iterator[list[str | None]], progress: _Progress, already_read: int
+) -> Iterator[list[list[str | None]]]:
+    """Batches of the non-empty ``rows``; ``already_read``: the sheet's rows read before them."""
+    read = already_read
+    while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+        batch = [row for row in chunk if any(c is not None for c in row)]
+        read += len(chunk)
         yield batch
-        meter.count(len(batch), size if start + BATCH_ROWS >= len(rows) else 0)
+        progress.count(len(batch), read)
+        read = 0

@@ -280,6 +280,42 @@ def test_a_workbook_gives_a_table_per_sheet(
     assert {t.name for t in result.tables} | {"_columns"} == tables
 
 
+def test_a_workbook_s_tables_hold_every_row_calamine_reads(files: Path, rows: Any) -> None:
+    """The import reads sheets row by row; calamine's whole-sheet read is the independent count:
+    every non-empty row below the header (the header is the first row of these sheets)."""
+    from python_calamine import CalamineWorkbook
+
+    name = "excel/fivethirtyeight__off-year-turnout-2023.xlsx"
+    book = CalamineWorkbook.from_path(str(files / name))
+    result = import_source(files / name)
+    for table in result.tables:
+        whole = book.get_sheet_by_name(table.name).to_python(skip_empty_area=True)
+        expected = sum(1 for row in whole[1:] if any(c not in (None, "") for c in row))
+        assert table.rows == expected, table.name
+        assert rows(result.db_path, f'SELECT count(*) FROM "{table.name}"') == [(expected,)]
+
+
+def test_a_workbook_s_progress_follows_the_rows_read(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six sheets, read in batches of 50 rows: the bar moves with every batch and ends full."""
+    from sqale_desktop.core.imports import ImportProgress, excel
+    from sqale_desktop.core.imports.progress import Meter
+
+    init = Meter.__init__
+
+    def init_reporting_every_count(self: Meter, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **{**kwargs, "interval_s": 0.0})
+
+    monkeypatch.setattr(Meter, "__init__", init_reporting_every_count)
+    monkeypatch.setattr(excel, "BATCH_ROWS", 50)
+    path = files / "excel/fivethirtyeight__off-year-turnout-2023.xlsx"
+    seen: list[ImportProgress] = []
+    import_source(path, progress=seen.append)
+    done = [p.bytes_done for p in seen]
+    assert done == sorted(done)
+    assert len({d for d in done if 0 < d < path.stat().st_size}) >= 6
+    assert seen[-1].fraction == 1.0
+
+
 def test_sheet_cells_have_the_types_a_person_expects(files: Path, rows: Any) -> None:
     result = import_source(files / "excel/csvkit__sheets.xlsx")
     types = dict(rows(result.db_path, 'SELECT name, type FROM pragma_table_info("data")'))
