@@ -13,7 +13,7 @@ KeyboardInterrupt can mark as ended while the thread still runs (python/cpython#
 
 Prints one line per outcome, then ONE JSON object on the last line (``crashes`` is the figure).
 
-    .venv/bin/python benchmarks/ctrl_c_imports.py [--runs N] [--seed S]
+    .venv/bin/python benchmarks/ctrl_c_imports.py [--quick | --runs N] [--seed S]
 """
 
 from __future__ import annotations
@@ -59,8 +59,11 @@ def make_csv(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="4 runs")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 4
     chance = random.Random(args.seed)
     outcomes = {"stopped": 0, "finished_first": 0, "threads_left": 0, "crashes": 0, "other": 0}
     with tempfile.TemporaryDirectory(prefix="sqale-ctrl-c-") as tmp:
