@@ -5,8 +5,6 @@ What the desktop entry's ``%F`` runs must reach the window, never argparse's "in
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,8 +12,7 @@ from typing import Any
 import pytest
 
 from sqale_desktop import cli
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.commands.subprocess_cli import run_cli, run_python
 
 
 @pytest.fixture
@@ -91,15 +88,7 @@ def test_verbose_file_opens_the_window_and_logs_everything(chinook: Path) -> Non
     import os
 
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SQALE_DESKTOP_QUIT_AFTER_SHOWN="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", "--verbose", str(chinook)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    done = run_cli("--verbose", str(chinook), env=env)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [e["event"] for e in events] == ["shown", "ready"]
@@ -108,13 +97,7 @@ def test_verbose_file_opens_the_window_and_logs_everything(chinook: Path) -> Non
 
 
 def test_help_lists_the_file_usage_next_to_the_commands() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", "--help"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli("--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: sqale-desktop [FILE ...]\n       sqale-desktop COMMAND")
     assert "query" in done.stdout and "ask" in done.stdout
@@ -122,13 +105,7 @@ def test_help_lists_the_file_usage_next_to_the_commands() -> None:
 
 
 def test_an_unknown_option_is_still_a_usage_error() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sqale_desktop", "--no-such-option"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli("--no-such-option")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
 
@@ -149,13 +126,7 @@ def test_without_pyside6_a_file_argument_says_the_window_cannot_start(tmp_path: 
         raise SystemExit(main(sys.argv[1:]))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "shop.sqlite")],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_python("-c", script, str(tmp_path / "shop.sqlite"))
     assert done.returncode == 1
     assert done.stderr.startswith("sqale-desktop: the desktop app cannot start")
     assert "Traceback" not in done.stderr

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.commands.subprocess_cli import run_python
 
 # The offscreen platform cannot resize native windows to their size hints and says so.
 OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints"
@@ -18,15 +17,7 @@ OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints"
 def run_app_script(script: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """``python -c script args…`` from the repository, offscreen, settings and cache under ``home``."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SQALE_DESKTOP_HOME=str(home))
-    return subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    return run_python("-c", script, *args, env=env)
 
 
 def terminal_noise(done: subprocess.CompletedProcess[str]) -> list[str]:
