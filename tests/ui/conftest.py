@@ -118,13 +118,11 @@ def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     tab showing an earlier count (the fast path's writer counts 0 rows before its first batch)."""
     import threading
 
+    from sqale_desktop.core.imports import progress
     from sqale_desktop.core.imports.progress import Meter
 
     held, release = threading.Event(), threading.Event()
-    count, init = Meter.count, Meter.__init__
-
-    def init_reporting_every_count(self: Meter, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **{**kwargs, "interval_s": 0.0})
+    count = Meter.count
 
     def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
         if held.is_set():
@@ -133,7 +131,7 @@ def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
         if self.rows > 0:
             held.set()
 
-    monkeypatch.setattr(Meter, "__init__", init_reporting_every_count)
+    monkeypatch.setattr(progress, "REPORT_INTERVAL_S", 0.0)
     monkeypatch.setattr(Meter, "count", count_then_hold)
     yield release
     release.set()

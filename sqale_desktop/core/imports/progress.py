@@ -16,6 +16,7 @@ from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.units import format_bytes
 
 ProgressFn = Callable[["ImportProgress"], None]
+REPORT_INTERVAL_S = 0.1  # at most one progress report this often (read when a meter is made)
 
 
 class ImportFailed(KnownError):
@@ -64,7 +65,7 @@ class ImportProgress:
 
 
 class Meter:
-    """Counts rows and bytes for one import, reports at most every ``interval_s`` and raises
+    """Counts rows and bytes for one import, reports at most every :data:`REPORT_INTERVAL_S` and raises
     :class:`ImportCancelled` once ``cancel`` is set (checked on every count)."""
 
     def __init__(
@@ -72,7 +73,6 @@ class Meter:
         total_bytes: int,
         progress: ProgressFn | None,
         cancel: threading.Event | None,
-        interval_s: float = 0.1,
     ) -> None:
         self.total_bytes = total_bytes
         self.rows = 0
@@ -82,7 +82,7 @@ class Meter:
         self._bytes = 0
         self._progress = progress
         self._cancel = cancel
-        self._interval = interval_s
+        self._interval = REPORT_INTERVAL_S
         self._start = time.monotonic()
         self._last = 0.0
 

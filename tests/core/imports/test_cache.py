@@ -86,14 +86,9 @@ def test_the_last_report_is_the_whole_source_whatever_the_throttle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reports are at most one per interval; the import's end is reported anyway (the bar full)."""
-    from sqale_desktop.core.imports.progress import Meter
+    from sqale_desktop.core.imports import progress
 
-    init = Meter.__init__
-
-    def init_once_an_hour(self: Meter, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **{**kwargs, "interval_s": 3600.0})
-
-    monkeypatch.setattr(Meter, "__init__", init_once_an_hour)
+    monkeypatch.setattr(progress, "REPORT_INTERVAL_S", 3600.0)
     source = _csv(tmp_path / "big.csv", 60_000)
     seen: list[ImportProgress] = []
     import_source(source, progress=seen.append)

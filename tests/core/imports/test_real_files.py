@@ -297,15 +297,9 @@ def test_a_workbook_s_tables_hold_every_row_calamine_reads(files: Path, rows: An
 
 def test_a_workbook_s_progress_follows_the_rows_read(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Six sheets, read in batches of 50 rows: the bar moves with every batch and ends full."""
-    from sqale_desktop.core.imports import ImportProgress, excel
-    from sqale_desktop.core.imports.progress import Meter
+    from sqale_desktop.core.imports import ImportProgress, excel, progress
 
-    init = Meter.__init__
-
-    def init_reporting_every_count(self: Meter, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **{**kwargs, "interval_s": 0.0})
-
-    monkeypatch.setattr(Meter, "__init__", init_reporting_every_count)
+    monkeypatch.setattr(progress, "REPORT_INTERVAL_S", 0.0)  # every batch reported
     monkeypatch.setattr(excel, "BATCH_ROWS", 50)
     path = files / "excel/fivethirtyeight__off-year-turnout-2023.xlsx"
     seen: list[ImportProgress] = []
