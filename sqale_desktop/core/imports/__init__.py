@@ -476,9 +476,10 @@ def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str],
     meter.start_file(path.name)
     stem = _stem(path)
     if kind == "csv":
-        fast = _fast_csv(path, _scratch(build), "t", meter) if in_folder else None
+        scratch = _scratch(build)
+        fast = _fast_csv(path, scratch, "t", meter) if in_folder else None
         if fast is not None:
-            build.adopt(fast, _scratch(build), stem)
+            build.adopt(fast, scratch, stem)
             return
         try:
             build.stage_text(text.read_csv(path, meter, stem), path.name)
@@ -496,18 +497,20 @@ def _add_file(build: Any, path: Path, kind: str, meter: Meter, notes: list[str],
             build.stage_text(table, f"{path.name} ⟶ sheet {table.name}")
     elif kind == "parquet":
         parquet = typed.read_parquet(path, meter, stem)
-        fast = _fast_typed(parquet, _scratch(build), "t", path.name, meter, own_file=True)
+        scratch = _scratch(build)
+        fast = _fast_typed(parquet, scratch, "t", path.name, meter, own_file=True)
         if fast is not None:
-            build.adopt(fast, _scratch(build), stem)
+            build.adopt(fast, scratch, stem)
         else:
             build.stage_typed(parquet, path.name)
     elif kind == "duckdb":
+        scratch = _scratch(build)
         with typed.open_duckdb(path, meter, path.name) as typed_tables:
             for typed_table in typed_tables:
                 label = f"{path.name} ⟶ {typed_table.name}"
-                fast = _fast_typed(typed_table, _scratch(build), "t", label, meter, own_file=True)
+                fast = _fast_typed(typed_table, scratch, "t", label, meter, own_file=True)
                 if fast is not None:
-                    build.adopt(fast, _scratch(build), typed_table.name)
+                    build.adopt(fast, scratch, typed_table.name)
                 else:
                     build.stage_typed(typed_table, label)
     else:
