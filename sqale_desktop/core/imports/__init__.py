@@ -461,7 +461,7 @@ def _fast_typed(
     one of several, copied into the final file by the builder, which declares its keys there."""
     from sqale_desktop.core.imports import fast_text, fast_typed
 
-    if not fast_typed.wanted(table, table.rows_hint):
+    if not fast_typed.wanted(table):
         return None
     try:
         return fast_typed.write_table(table, target, table_name, source, meter, constraints=not own_file)

@@ -31,14 +31,14 @@ _INT64_MAX = 2**63 - 1
 Converter = Callable[[Any], Any]
 
 
-def wanted(table: TypedTable, rows_hint: int | None) -> bool:
+def wanted(table: TypedTable) -> bool:
     """Whether ``table`` can and should take this path: an Arrow source that says it holds at
     least :data:`MIN_ROWS` rows (a DuckDB view, which cannot say, takes the general path)."""
     if table.arrow_schema is None or table.arrow_batches is None:
         return False
     if not 0 < len(table.columns) <= MAX_COLUMNS:
         return False
-    return rows_hint is not None and rows_hint >= MIN_ROWS
+    return table.rows_hint is not None and table.rows_hint >= MIN_ROWS
 
 
 def write_table(
