@@ -210,6 +210,7 @@ def _print_score(summary: dict[str, Any]) -> None:
     print(
         f"{summary['metric']}: {summary['correct']}/{total} correct ({100 * summary['accuracy']:.1f} %), "
         f"{summary['failed_to_execute']} predictions failed to execute"
+        + (f", {summary['no_prediction']} questions have no prediction" if summary["no_prediction"] else "")
         + (f", {summary['gold_failed']} gold queries failed" if summary["gold_failed"] else "")
     )
     for entry in summary["questions"]:
@@ -360,7 +361,7 @@ def _execute(
     engine: dict[str, Any],
     runtime: Runtime,
 ) -> int:
-    from sqale_desktop.core.eval.harness import EvalRun, RunOptions, finished_keys
+    from sqale_desktop.core.eval.harness import EvalRun, RunOptions, ServerUnreachable, finished_keys
     from sqale_desktop.core.paths import cache_dir
 
     options = RunOptions(
@@ -393,6 +394,12 @@ def _execute(
                     minutes = max(time.monotonic() - started, 1e-9) / 60
                     bar.set_postfix(acc=f"{100 * correct / count:.1f}%", ep_min=f"{count / minutes:.1f}")
                     bar.update(1)
+        except ServerUnreachable as exc:
+            if bar is not None:
+                bar.close()
+                bar = None
+            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         finally:
             if bar is not None:
                 bar.close()

@@ -67,3 +67,28 @@ def test_run_against_an_unreachable_server_reports_the_errors(
     err = capsys.readouterr().err
     assert "2 episodes ended in an error (first: " in err and "Connection refused" in err, err
     assert [r["ended_by"] for r in read_episodes(tmp_path / "run")] == ["error", "error"]
+
+
+def test_run_stops_after_a_few_episodes_that_cannot_reach_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hundreds of questions against a server that is not running: a few error lines, then a stop
+    with a message that says what to do, not an error episode per question."""
+    import socket
+
+    from sqale_desktop.core.eval.harness import UNREACHABLE_LIMIT
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.delenv("SQALE_DESKTOP_API_KEY", raising=False)
+    questions = str(shared_data("text2sql/spider/questions.json"))
+    run_dir = tmp_path / "run"
+    argv = ["eval", "run", questions, "--base-url", f"http://127.0.0.1:{port}", "--limit", "200"]
+    assert cli.main([*argv, "--concurrency", "4", "--out", str(run_dir)]) == 1
+    err = capsys.readouterr().err
+    assert f"stopped after {UNREACHABLE_LIMIT} episodes in a row could not reach the server" in err, err
+    assert "Connection refused" in err and f"--resume {run_dir}" in err
+    written = read_episodes(run_dir)
+    assert len(written) == UNREACHABLE_LIMIT  # those still running when it stopped are not kept
+    assert {r["ended_by"] for r in written} == {"error"}

@@ -30,7 +30,7 @@ def test_score_prints_the_documented_json_object(tmp_path: Path, capsys: pytest.
     assert cli.main(["eval", "score", str(subset), "--predictions", str(pred), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metric"] == "sqale"
-    assert (out["total"], out["correct"], out["failed_to_execute"]) == (6, 3, 3)
+    assert (out["total"], out["correct"], out["failed_to_execute"], out["no_prediction"]) == (6, 3, 1, 2)
     assert out["accuracy"] == pytest.approx(0.5)
     assert [q["id"] for q in out["questions"]] == [rec["id"] for rec in records]
     assert [q["correct"] for q in out["questions"]] == [True, True, True, False, False, False]
@@ -39,7 +39,9 @@ def test_score_prints_the_documented_json_object(tmp_path: Path, capsys: pytest.
     assert all(set(q) >= {"id", "correct", "pred_error", "f1"} for q in out["questions"])
 
     assert cli.main(["eval", "score", str(subset), "--predictions", str(pred), "--metric", "spider"]) == 0
-    assert capsys.readouterr().out.startswith("spider: 3/6 correct (50.0 %)")
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "spider: 3/6 correct (50.0 %), 1 predictions failed to execute, 2 questions have no prediction"
+    )
 
 
 def test_score_bad_input_is_a_message_not_a_traceback(

@@ -82,6 +82,10 @@ DEFAULT_COMPLETION_DEADLINE_S = 900.0
 # text chunks (a server streams one or more tokens per chunk) and max_tokens x this many characters
 # (a token of the agents' vocabulary is far shorter on average; this only stops a runaway).
 MAX_CHARS_PER_TOKEN = 32
+UNREACHABLE = "cannot reach the server at"
+"""How every message about a server that never answered starts (refused, unknown host, no route,
+no connection in time): ``eval run`` stops on a few of these in a row instead of recording an
+error episode for every question."""
 _WATCH_INTERVAL_S = 0.02
 _MAX_ERROR_BODY = 4000
 _MAX_LISTING = _MAX_ERROR_BODY * 16
@@ -185,9 +189,7 @@ class OpenAIEngine:
             ):
                 return r.status_code, _read_capped(r, _MAX_LISTING)
         except httpx2.HTTPError as exc:
-            raise EngineError(
-                self.redact(f"cannot reach the server at {self.base_url}: {_reason(exc)}")
-            ) from None
+            raise EngineError(self.redact(f"{UNREACHABLE} {self.base_url}: {_reason(exc)}")) from None
 
     def redact(self, text: str) -> str:
         """``text`` with the API key blanked out, for messages that quote a server's answer."""
@@ -477,14 +479,14 @@ def _transport_error(exc: httpx2.HTTPError, engine: OpenAIEngine, answered: bool
     if isinstance(exc, httpx2.SSEError):
         return str(_malformed(str(exc)))
     if isinstance(exc, httpx2.ConnectTimeout):
-        return f"cannot reach the server at {where}: no connection within {seconds}"
+        return f"{UNREACHABLE} {where}: no connection within {seconds}"
     if isinstance(exc, httpx2.TimeoutException):
         if answered:
             return f"the server at {where} sent nothing for {seconds} (timed out)"
         return f"the server at {where} did not answer within {seconds} (timed out)"
     if answered:
         return f"the connection to {where} broke: {_reason(exc)}"
-    return f"cannot reach the server at {where}: {_reason(exc)}"
+    return f"{UNREACHABLE} {where}: {_reason(exc)}"
 
 
 def _deadline_error(engine: OpenAIEngine) -> str:

@@ -11,6 +11,10 @@ works on many at once while this process only executes tools; the in-process lla
 given ``concurrency=1``.  ``cancel()`` (Ctrl+C) stops every running episode the way the app's Stop
 button does (the shared flag plus a database interrupt); a cancelled episode is not recorded.
 
+A run whose server cannot be reached stops: after ``UNREACHABLE_LIMIT`` episodes in a row end
+because no server answered (refused, unknown host, no connection in time), ``run`` raises
+:class:`ServerUnreachable` instead of writing an error line for every question in seconds.
+
 What each line holds is documented on :func:`episode_record`.
 """
 
@@ -29,6 +33,7 @@ from typing import Any
 from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.engines.base import Engine, EngineError
+from sqale_desktop.core.engines.openai_http import UNREACHABLE
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
 from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepare_database
@@ -45,6 +50,10 @@ RUN_FILE = "run.json"
 # Tools that open a table by name; run_query opens the tables its SQL reads.
 _TABLE_TOOLS = frozenset({"describe_table", "sample_rows", "distinct_values"})
 
+UNREACHABLE_LIMIT = 3
+"""Episodes in a row that could not reach a server before the run stops (a few, not one: with
+several servers one may be restarting while the others answer)."""
+
 EngineFor = Callable[[EvalQuestion, int], Engine]
 DatabaseOpener = Callable[[Path], Any]
 
@@ -60,6 +69,11 @@ class RunOptions:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     # model parameters, for the TFLOPs estimate (2 x parameters x tokens processed); None: unknown
     parameters: float | None = None
+
+
+class ServerUnreachable(KnownError):
+    """The run stopped: its last episodes could not reach a server; the message says which and
+    how to continue."""
 
 
 class RunFileError(KnownError):
@@ -219,6 +233,7 @@ class EvalRun:
         ):
             pending: set[Future[dict[str, Any] | None]] = set()
             queue = iter(enumerate(todo))
+            unreachable = 0
             try:
                 while True:
                     # Keep only a few episodes queued beyond the running ones, so a cancel does
@@ -238,6 +253,14 @@ class EvalRun:
                         out.write(json_text(record) + "\n")
                         out.flush()
                         yield record
+                        unreachable = unreachable + 1 if _unreachable(record) else 0
+                        if unreachable >= UNREACHABLE_LIMIT:
+                            self.cancel()
+                            raise ServerUnreachable(
+                                f"stopped after {unreachable} episodes in a row could not reach the "
+                                f"server ({record['error']}); start it (or check --base-url) and "
+                                f"continue with --resume {self.run_dir}"
+                            )
             finally:
                 self.cancel_if_abandoned(pending)
 
@@ -394,6 +417,12 @@ def tables_opened(episode: Episode) -> set[str]:
             elif call.tool == "run_query" and isinstance(call.args.get("sql"), str):
                 opened.update(sql_facts.tables(call.args["sql"]))
     return opened
+
+
+def _unreachable(record: dict[str, Any]) -> bool:
+    """Whether the episode ended because no server answered (its engine's words say so)."""
+    error = record.get("error")
+    return record.get("ended_by") == "error" and isinstance(error, str) and error.startswith(UNREACHABLE)
 
 
 def _failed_record(

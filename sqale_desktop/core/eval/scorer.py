@@ -31,6 +31,11 @@ DEFAULT_TIME_LIMIT_S = 30.0
 DEFAULT_MAX_ROWS = 200_000
 
 
+NO_PREDICTION = "no prediction"
+"""The ``pred_error`` of a question the predictions do not answer: counted apart from the
+predictions that ran and failed, since nothing was executed."""
+
+
 @dataclass(frozen=True)
 class Execution:
     """The rows a query returned, or why it returned none."""
@@ -90,7 +95,7 @@ class Scorer:
         predictions file that covers a few of 100,000 questions must not run every gold query.
         """
         if not pred_sql or not pred_sql.strip():
-            return Score(False, None, "no prediction")
+            return Score(False, None, NO_PREDICTION)
         gold = self.gold(db_path, gold_sql)
         if gold.rows is None:
             return Score(False, None, None, gold_error=gold.error)
@@ -202,14 +207,16 @@ def score_questions(
 ) -> dict[str, Any]:
     """Score ``predictions`` (by question key) over ``questions``: the ``eval score --json`` object.
 
-    A question without a prediction counts as wrong (``pred_error`` "no prediction").
+    A question without a prediction counts as wrong (``pred_error`` "no prediction") and is
+    counted in ``no_prediction``, not in ``failed_to_execute`` (the predictions that ran and failed).
     """
     entries: list[dict[str, Any]] = []
-    correct = failed = gold_failed = 0
+    correct = failed = missing = gold_failed = 0
     for question in questions:
         score = scorer.score(question.db_path, question.gold_sql, predictions.get(question.key))
         correct += score.correct
-        failed += score.pred_error is not None
+        missing += score.pred_error == NO_PREDICTION
+        failed += score.pred_error is not None and score.pred_error != NO_PREDICTION
         gold_failed += score.gold_error is not None
         entries.append({"id": question.id, **score.to_json()})
         if on_scored is not None:
@@ -221,6 +228,7 @@ def score_questions(
         "correct": correct,
         "accuracy": correct / total if total else 0.0,
         "failed_to_execute": failed,
+        "no_prediction": missing,
         "gold_failed": gold_failed,
         "questions": entries,
     }

@@ -148,5 +148,6 @@ def test_scoring_without_predictions_runs_no_gold_query(db: Path, monkeypatch: p
     questions = [EvalQuestion(i, "shop", db, "q?", f"SELECT {i}") for i in range(1000)]
     summary = score_questions(questions, {"5": "SELECT 5"}, Scorer())
     assert ran == ["SELECT 5", "SELECT 5"]  # gold and prediction of the one question answered
-    assert (summary["total"], summary["correct"], summary["failed_to_execute"]) == (1000, 1, 999)
+    assert (summary["total"], summary["correct"], summary["failed_to_execute"]) == (1000, 1, 0)
+    assert summary["no_prediction"] == 999
     assert summary["questions"][0]["pred_error"] == "no prediction"

@@ -101,10 +101,12 @@ def test_score_questions_shape_and_missing_predictions(db: Path, tmp_path: Path)
         "correct",
         "accuracy",
         "failed_to_execute",
+        "no_prediction",
         "gold_failed",
         "questions",
     }
-    assert (summary["total"], summary["correct"], summary["failed_to_execute"]) == (3, 1, 1)
+    assert (summary["total"], summary["correct"], summary["failed_to_execute"]) == (3, 1, 0)
+    assert summary["no_prediction"] == 1
     assert summary["accuracy"] == pytest.approx(1 / 3)
     assert [q["id"] for q in summary["questions"]] == [0, 1, 2]
     assert summary["questions"][2]["pred_error"] == "no prediction"
