@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK
@@ -201,8 +202,6 @@ def run_download(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from sqale_desktop.core.models.registry import Registry
 
     try:
@@ -212,7 +211,20 @@ def run_import(args: argparse.Namespace) -> int:
     if args.select:
         _select(record.id)
     print(f"{record.id}\t{record.path}")
+    warning = _fitness(record.path, record.source_checkpoint)
+    if warning:  # the model manager's words, at import, not first at the first question
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def _fitness(path: Path, source_checkpoint: str | None) -> str | None:
+    """What the model manager says on importing the file: not a SQaLe agent, or unreadable."""
+    from sqale_desktop.core.models.gguf_info import GgufUnreadable, fitness_warning, read_gguf_info
+
+    try:
+        return fitness_warning(read_gguf_info(path), source_checkpoint)
+    except GgufUnreadable as exc:
+        return str(exc)
 
 
 def run_remove(args: argparse.Namespace) -> int:

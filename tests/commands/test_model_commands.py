@@ -152,3 +152,18 @@ def test_token_never_lands_in_files_logs_or_messages(
     for path in written:
         assert TOKEN.encode() not in path.read_bytes(), path
     json.loads(settings.settings_path().read_text())  # still a valid settings file
+
+
+def test_import_of_a_model_that_is_no_sqale_agent_warns_as_the_window_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sqale_desktop.core.models.gguf_info import fitness_warning, read_gguf_info
+    from tests.conftest import smollm2_gguf
+
+    assert cli.main(["models", "import", str(smollm2_gguf())]) == 0  # imported all the same
+    captured = capsys.readouterr()
+    model_id = captured.out.split("\t")[0]
+    record = Registry().get(model_id)
+    window_says = fitness_warning(read_gguf_info(record.path), record.source_checkpoint)
+    assert window_says is not None and "not one of the SQaLe agents" in window_says
+    assert captured.err == f"warning: {window_says}\n"
