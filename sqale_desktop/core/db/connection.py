@@ -103,14 +103,17 @@ class ReadOnlyDatabase:
         if max_rows < 0:
             raise ValueError("max_rows must not be negative")
         links = self._links
-        link = links.link()
         started = time.perf_counter()
+        link = links.lease()
         values = tuple(params)
-        columns, rows, truncated = links.run(
-            link,
-            lambda drops, deadline, limit_s: ("execute", drops, sql, values, max_rows, deadline, limit_s),
-            sql,
-        )
+        try:
+            columns, rows, truncated = links.run(
+                link,
+                lambda drops, deadline, limit_s: ("execute", drops, sql, values, max_rows, deadline, limit_s),
+                sql,
+            )
+        finally:
+            links.put_back(link)
         return QueryResult(columns, rows, len(rows), truncated, time.perf_counter() - started)
 
     def cursor(

@@ -1,20 +1,25 @@
-"""The machinery the database and its paged cursor share: one link per thread, each a database
-worker process, and each step of work run on it under the time limit and Stop.
+"""The machinery the database and its paged cursor share: the database's links to worker
+processes, and each step of work run on one under the time limit and Stop.
 
 Every statement on a user's database runs in a database worker process (``worker.py``), which
 holds the connection and every guard (``mode=ro``, ``query_only``, the authorizer allow-list, no
-ATTACH slots, ``trusted_schema = 0``, the progress handler).  The app keeps
-one :class:`Link` per thread that uses a database (the model worker runs tools, the UI's pool runs
-user SQL and schema loading, all at once), and each link leases its own worker from the pool
-(``process.py``), so a runaway statement on one thread never queues another thread's.
+ATTACH slots, ``trusted_schema = 0``, the progress handler).  A :class:`Link` is one worker with
+a session open on this database.  Each step of work leases a link (``Links.lease``: an idle one of
+this database, else a worker from the app's pool, ``process.py``) and puts it back idle after
+(``put_back``), so several threads that use a database at once (the model worker runs tools, the
+UI's pool runs user SQL and schema loading) each get their own worker and a runaway statement on
+one never queues another's, while a database used from one thread at a time needs one worker
+whatever the number of threads.  A paged cursor keeps its link between pages; the pool may take
+an idle link (a parked one, or one under a cursor between pages) for another database at its cap,
+and the cursor then resumes in a fresh worker (``LinkReclaimed``).
 
 Each step (``Links.run``) is checked here first (statement length, write keywords: cheap, and no
 giant text crosses the pipe), then sent with its deadline.  The worker stops it the normal way at
 the deadline or on Stop; when it cannot (one long C call), the app kills the worker past a short
 grace and the caller gets the usual message: "ran past the N s time limit", "cancelled", or "the
 query crashed the database worker" for a worker that died on its own.  A link whose worker was
-killed (or whose backstop had to interrupt the connection) is retired: its thread gets a fresh
-worker next time, and its open cursors answer that they were stopped.
+killed (or whose backstop had to interrupt the connection) is retired: the next step gets a fresh
+worker, and cursors open on it answer that they were stopped.
 
 ``connection.ReadOnlyDatabase`` owns one :class:`Links` and is the public face (``execute``,
 ``cursor``, ``interrupt``, ``close``); ``cursor.QueryCursor`` holds one link of it for as long as it
@@ -25,7 +30,6 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,23 +56,26 @@ CLOSE_WAIT_S = 0.7
 _OPEN_LIMIT_S = 30.0
 
 
-@dataclass
+class LinkReclaimed(QueryInterrupted):
+    """The link's idle worker went to another database (the pool's cap): resume elsewhere."""
+
+
+@dataclass(eq=False)  # compared and hashed by identity: the pool keys its idle holders by link
 class Link:
-    """One thread's worker process for one database, and the state of the step running on it."""
+    """One worker process with a session open on one database, and the state of its step."""
 
     worker: WorkerProcess
-    thread: weakref.ref[threading.Thread]
     busy: bool = False
     # Serialises the round trips on this worker (a cursor another thread started may fetch here).
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # Paged cursors still open on this worker: it outlives its thread until they close (the grid
-    # fetches pages on the GUI thread from a cursor a pool thread started).  Changed only through
-    # Links.cursor_opened/cursor_closed, under the owner's lock.
+    # Paged cursors still open on this worker: it is not put back idle until they close.  Changed
+    # only through Links.cursor_opened/cursor_closed, under the owner's lock.
     open_cursors: int = 0
     # Cursors closed since the last request; the next request tells the worker (closing a cursor
     # never waits for a statement running on the same worker).
     drops: list[int] = field(default_factory=list)
-    # Why the link is out of use ("stopped", "timeout", "crashed", "closed"); None while usable.
+    # Why the link is out of use ("stopped", "timeout", "crashed", "closed", "reclaimed"); None
+    # while usable.
     retired: str | None = None
     # Set once its worker has been given back or ended: the worker may serve another link now.
     released: bool = False
@@ -78,9 +85,33 @@ class Link:
         self._next_key += 1
         return self._next_key
 
+    def reclaim(self) -> WorkerProcess | None:
+        """The pool takes this idle link's worker for another database: its session is closed
+        (its cursors with it), and a cursor on it resumes elsewhere.  None while a step runs."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            if self.released or self.busy:
+                return None
+            self.released = True
+            self.retired = self.retired or "reclaimed"
+            worker = self.worker
+            try:
+                reply = worker.call(("close",), time.monotonic() + 2.0, lambda: False)
+            except WorkerGone:
+                worker.reap()
+                return None
+            if reply[0] != "ok":
+                worker.kill("closed")
+                worker.reap()
+                return None
+            return worker
+        finally:
+            self.lock.release()
+
 
 class Links:
-    """The links of one database file, one per thread, and the running of work on them.
+    """The links of one database file, and the running of work on them.
 
     ``time_limit_s`` is per statement (and per page fetch), settable.  ``decode`` turns SQLite text
     into ``str`` (default: invalid UTF-8 replaced); it is sent to the worker, so it must be a
@@ -101,7 +132,9 @@ class Links:
         self._time_limit_s = 0.0
         self.time_limit_s = time_limit_s
         self._lock = threading.Lock()
-        self._links: dict[int, Link] = {}
+        # Every link not yet released: running a step, under a cursor, or idle.
+        self._links: set[Link] = set()
+        self._idle: list[Link] = []  # idle ones, most recently used last
         self._generation = 0
         self._closed = False
         POOL.prestart()
@@ -121,46 +154,48 @@ class Links:
         self._time_limit_s = float(value)
 
     def current(self) -> list[Link]:
-        """The links in use now: one for each thread that has used the database and may again."""
+        """The links in use now: running a step, or held by a paged cursor."""
         with self._lock:
-            return list(self._links.values())
+            return [link for link in self._links if link not in self._idle and not link.released]
 
     @property
     def busy(self) -> bool:
         """Whether a statement (or a cursor's page fetch) is running on any thread right now."""
-        return any(link.busy for link in self.current())
+        with self._lock:
+            links = list(self._links)
+        return any(link.busy for link in links)
 
-    def link(self) -> Link:
-        """This thread's link, opened on first use (idle links of ended threads are closed then)."""
-        key = threading.get_ident()
+    def lease(self, cancel: threading.Event | None = None) -> Link:
+        """A link for one step of work: this database's idle one used last, else a new one.
+
+        Give it back with ``put_back`` (in a ``finally``).  ``cancel`` and ``interrupt()`` stop
+        a lease that waits for a worker because every one runs a step (the pool's cap).
+        """
         with self._lock:
             if self._closed:
                 raise DatabaseUnreadable(f"{self.name} has been closed")
-            link = self._links.get(key)
-            if link is not None and link.thread() is threading.current_thread():
+            idle = list(reversed(self._idle))
+        for link in idle:
+            taken = POOL.take(link)  # False: the pool is reclaiming it for another database
+            with self._lock:
+                if link in self._idle:
+                    self._idle.remove(link)
+            if taken:
                 return link
-            dead = [
-                k
-                for k, v in self._links.items()
-                if ((t := v.thread()) is None or not t.is_alive()) and v.open_cursors == 0
-            ]
-            stale = [self._links.pop(k) for k in dead]
-        for old in stale:
-            self._release(old)
-        link = self._connect()
+        return self._connect(cancel)
+
+    def put_back(self, link: Link) -> None:
+        """A step on ``link`` ended: it waits idle for the next one (or, under an open cursor,
+        for the cursor's next page), reclaimable by the pool.  Retired links stay out."""
         with self._lock:
-            if self._closed:
-                closing = True
-            else:
-                closing = False
-                self._links[key] = link
-        if closing:
-            self._release(link)
-            raise DatabaseUnreadable(f"{self.name} has been closed")
-        return link
+            if link.released or link.retired is not None or link not in self._links:
+                return
+            if link.open_cursors == 0 and link not in self._idle:
+                self._idle.append(link)
+            POOL.hold(link)  # under the lock: a lease never finds it idle here yet unheld there
 
     def cursor_opened(self, link: Link) -> None:
-        """A paged cursor now holds ``link``: keep it past its thread's end until the cursor closes."""
+        """A paged cursor now holds ``link``: it stays this cursor's until the cursor closes."""
         with self._lock:
             link.open_cursors += 1
 
@@ -180,9 +215,10 @@ class Links:
                 pass  # the worker died; the next step on this link says so
             finally:
                 link.lock.release()
+            self.put_back(link)
         else:
             with self._lock:
-                link.drops.append(key)  # a step is running there: the next request says so
+                link.drops.append(key)  # a step is running there: it puts the link back after
 
     def interrupt(self) -> None:
         """Stop whatever statement is running on any link, from any thread.
@@ -194,7 +230,7 @@ class Links:
             self._generation += 1
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> bool:
-        """Stop running statements and end every link; later ``link()`` calls raise.
+        """Stop running statements and end every link; later ``lease()`` calls raise.
 
         A statement still running on another thread is stopped and given up to ``wait_s`` to
         end, so that its thread gets ``QueryInterrupted``; then its worker is killed (the thread
@@ -206,8 +242,11 @@ class Links:
             already = self._closed
             self._closed = True
             self._generation += 1
-            links = list(self._links.values())
+            links = list(self._links)
             self._links.clear()
+            self._idle.clear()
+        for link in links:
+            POOL.take(link)
         deadline = time.monotonic() + wait_s
         while any(link.busy for link in links) and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -252,6 +291,8 @@ class Links:
             return self._generation != generation or (cancel is not None and cancel.is_set())
 
         with link.lock:
+            if link.retired == "reclaimed":
+                raise LinkReclaimed("the query's worker went to another database; resume it")
             if link.retired is not None:
                 raise self._retired_error(link.retired)
             deadline = time.monotonic() + limit_s
@@ -275,9 +316,24 @@ class Links:
             raise error_class(kind)(message)
         raise RuntimeError(f"the database worker failed:\n{reply[1]}")
 
-    def _connect(self) -> Link:
-        worker = POOL.lease()
-        link = Link(worker=worker, thread=weakref.ref(threading.current_thread()))
+    def _connect(self, cancel: threading.Event | None) -> Link:
+        generation = self._generation
+
+        def should_stop() -> bool:
+            return self._generation != generation or (cancel is not None and cancel.is_set())
+
+        try:
+            worker = POOL.lease(should_stop, time.monotonic() + self._time_limit_s)
+        except WorkerGone as gone:
+            if gone.reason == "timeout":
+                raise QueryTimeout(
+                    f"every database worker stayed busy for {self._time_limit_s:g} s "
+                    f"({POOL.max_workers} at most); run the query again"
+                ) from None
+            if gone.reason == "stopped":
+                raise QueryInterrupted("the query was cancelled") from None
+            raise DatabaseUnreadable(f"{self.name} has been closed") from None
+        link = Link(worker=worker)
         request = ("open", str(self.path), self.immutable, self._decode)
         try:
             reply = worker.call(request, time.monotonic() + _OPEN_LIMIT_S, lambda: False)
@@ -289,10 +345,18 @@ class Links:
             if reply[0] == "error":
                 raise error_class(reply[1])(reply[2])
             raise RuntimeError(f"the database worker failed:\n{reply[1]}")
+        with self._lock:
+            closing = self._closed
+            if not closing:
+                self._links.add(link)
+        if closing:
+            link.retired = "closed"
+            self._release(link)
+            raise DatabaseUnreadable(f"{self.name} has been closed")
         return link
 
     def _retire(self, link: Link, reason: str) -> None:
-        """Take a link out of use: its thread gets a fresh worker next time.
+        """Take a link out of use: the next step gets a fresh worker.
 
         Its worker ends now if no cursor is open on it, else when the last one closes.
         """
@@ -300,19 +364,21 @@ class Links:
             self._release(link)
 
     def _forget(self, link: Link, reason: str) -> bool:
-        """Mark ``link`` retired and drop it from the threads' links; True if no cursor holds it."""
+        """Mark ``link`` retired and drop it from the usable links; True if no cursor holds it."""
+        POOL.take(link)
         with self._lock:
             link.retired = link.retired or reason
-            for key, value in list(self._links.items()):
-                if value is link:
-                    del self._links[key]
+            self._links.discard(link)
+            if link in self._idle:
+                self._idle.remove(link)
             return link.open_cursors == 0
 
     def _release(self, link: Link) -> None:
         """Close ``link``'s session and give its worker back, or end the worker if that fails.
 
         A link whose lock is held has a step running (closing the database under it): its worker
-        is killed, and the running step ends with ``WorkerGone("closed")`` and reaps it.
+        is killed, and the running step ends with ``WorkerGone("closed")`` and reaps it.  One the
+        pool reclaimed has been released already.
         """
         worker = link.worker
         with self._lock:
@@ -369,4 +435,4 @@ def error_class(name: str) -> type[DatabaseError]:
     return errors.QueryFailed
 
 
-__all__ = ["CLOSE_WAIT_S", "MAX_RESULT_BYTES", "Link", "Links", "error_class"]
+__all__ = ["CLOSE_WAIT_S", "MAX_RESULT_BYTES", "Link", "LinkReclaimed", "Links", "error_class"]

@@ -7,15 +7,15 @@ still has not answered ``KILL_GRACE_S`` after the deadline or the Stop (one long
 progress handler or ``sqlite3_interrupt`` reaches) it kills the process and raises
 :class:`WorkerGone`.  A worker that dies on its own (a segfault) raises it too, with the signal.
 
-Pool: a worker is leased to one thread of one open database (``link.Links``) and given back when
-that link closes, so one process serves many databases one after another (the evaluation's scorer
-opens a file per statement: a fresh process each time would cost ~100 ms).  One spare is kept
-started in the background so that a lease, and the replacement of a killed worker, seldom waits
-for a process to start; nothing starts before the first database opens (startup is unchanged).
-Why one worker per thread and database rather than one per database: the app runs a database's
-statements on several threads at once (the agent's tools, the SQL panel, the grid's pages, the
-schema tree), and one process per database would queue them behind each other, so a runaway
-query in the panel would stall the agent.
+Pool (``WorkerPool``): every worker of the app, under one cap (``MAX_WORKERS``).  A worker is
+leased for one step of work on one database, or for the life of a paged cursor, and then held idle
+with its session still open, so the next step on that database, from whichever thread, takes it
+back at once; a second step running at the same time leases a second worker, so a runaway query
+in the panel never stalls the agent's tools.  At the cap a lease takes the least recently used idle
+worker of any database (a cursor between pages resumes later in another worker), and waits only
+while every worker runs a step.  Idle workers are ended after ``IDLE_S``; one spare without a
+session is kept started while databases open, since a lease that finds it skips the ~100 ms start.
+Seventeen tabs had 45 workers (1.45 GB) when each thread of each database kept its own.
 
 Replies are unpickled with a restricted unpickler that builds plain values only (tuples, lists,
 str, bytes, numbers, None): the worker runs SQLite on hostile files, and what comes back from it
@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
 from sqale_desktop.core.db import worker as worker_module
 from sqale_desktop.core.errors import KnownError
@@ -48,8 +48,15 @@ KILL_GRACE_S = 0.5
 POLL_S = 0.005
 # The worker's memory cap (``RLIMIT_AS``, address space) unless ``set_memory_limit_mb`` says otherwise.
 DEFAULT_MEMORY_LIMIT_MB = 2048
-# Spare workers kept started; more idle ones are ended when given back.
-MAX_IDLE = 2
+# Worker processes alive at once, across every open database (each is a Python process of about
+# 30 MB): past it a lease takes an idle worker from another database, or waits for one.
+MAX_WORKERS = 8
+# Seconds a worker may stay idle (its session open, or a spare) before it is ended.
+IDLE_S = 30.0
+# How often the reaper looks for idle workers.
+REAP_EVERY_S = 1.0
+# Workers without a session kept started, so that a lease seldom waits for a process to start.
+SPARES = 1
 
 
 class WorkerGone(KnownError):
@@ -77,7 +84,7 @@ def plain_loads(data: bytes) -> Any:
 class WorkerProcess:
     """One database worker process; ``call`` is used by one thread at a time (the link's lock)."""
 
-    def __init__(self, memory_mb: int) -> None:
+    def __init__(self, memory_mb: int, on_end: Callable[[WorkerProcess], None] | None = None) -> None:
         from sqale_desktop.core.models.convert.child import child_command, child_env
 
         request_read, request_write = os.pipe()
@@ -102,6 +109,7 @@ class WorkerProcess:
         self.memory_mb = memory_mb
         self.kill_reason: str | None = None
         self._closed = False
+        self._on_end = on_end
 
     @property
     def alive(self) -> bool:
@@ -154,9 +162,8 @@ class WorkerProcess:
 
     def reap(self) -> None:
         """Wait for the ended process and close the pipes (call where no other thread uses them)."""
-        if self._closed:
+        if not self._mark_closed():
             return
-        self._closed = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=2.0)
         if self._proc.poll() is None:
@@ -165,18 +172,34 @@ class WorkerProcess:
         self._requests.close()
         self._replies.close()
 
-    def end(self) -> None:
-        """End an idle worker: closing its stdin ends its loop; killed if it does not exit at once."""
-        if self._closed:
+    def end(self, wait: bool = True) -> None:
+        """End an idle worker: closing its stdin ends its loop; killed if it does not exit at once.
+
+        ``wait=False`` only closes the stdin; ``finish`` then waits (``end_all`` ends many so)."""
+        if not self._mark_closed():
             return
-        self._closed = True
         self._requests.close()
+        if wait:
+            self.finish(0.5)
+
+    def finish(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for an ended worker to exit, then kill it; close its pipe."""
         try:
-            self._proc.wait(timeout=0.5)
+            self._proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        self._replies.close()
+        if not self._replies.closed:
+            self._replies.close()
+
+    def _mark_closed(self) -> bool:
+        """Mark the worker ended once (the pool counts it out); False if it already was."""
+        if self._closed:
+            return False
+        self._closed = True
+        if self._on_end is not None:
+            self._on_end(self)
+        return True
 
     def _gone(self) -> WorkerGone:
         if self.kill_reason is not None:
@@ -194,55 +217,146 @@ class WorkerProcess:
         return WorkerGone("crashed", detail)
 
 
+class Holder(Protocol):
+    """Something that holds an idle worker and can give it up: a database's parked link, or the
+    link under a paged cursor between two pages (``link.Link``)."""
+
+    def reclaim(self) -> WorkerProcess | None:
+        """Give up the worker now, its session closed; None when it is in use at this moment."""
+
+
 class WorkerPool:
-    """Idle workers ready to be leased, and the spare started in the background."""
+    """Every database worker of the app: a global cap, the idle ones reaped, one spare.
+
+    A worker is leased for one step of work (or for the life of a paged cursor) and comes back
+    idle, its session still open on its database (``hold``): the next step on that database
+    takes it back without opening the file again (``take``).  Past ``max_workers`` a lease takes
+    the idle worker used least recently, from whichever database holds it (the holder gives it
+    up: a parked link simply goes, a cursor between pages resumes in another worker later), and
+    waits for one only when every worker is running a step (each ends within its time limit).
+    A worker idle ``IDLE_S`` is ended; one spare without a session is kept started while a
+    database is open, since a lease that finds it skips the process start (~100 ms).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: list[WorkerProcess] = []
+        self._cond = threading.Condition(self._lock)
+        self._spares: list[tuple[WorkerProcess, float]] = []
+        # Idle holders, least recently used first: dicts keep their insertion order.
+        self._held: dict[Holder, float] = {}
+        self._count = 0  # live workers, leased or idle, and those starting
         self._starting = False
         self._closed = False
+        self._reaper: threading.Thread | None = None
         self.memory_mb = DEFAULT_MEMORY_LIMIT_MB
+        self.max_workers = MAX_WORKERS
+        self.idle_s = IDLE_S
 
-    def lease(self) -> WorkerProcess:
-        """An idle worker (a new one if none is ready); a spare is started behind it."""
+    @property
+    def count(self) -> int:
+        """Worker processes alive now (leased, idle or starting)."""
         with self._lock:
-            while self._idle:
-                candidate = self._idle.pop()
-                if candidate.alive and candidate.memory_mb == self.memory_mb:
-                    break
-                candidate.end()
+            return self._count
+
+    def lease(
+        self, should_stop: Callable[[], bool] = lambda: False, deadline: float | None = None
+    ) -> WorkerProcess:
+        """A worker without a session: a spare, a new one, or one an idle holder gives up.
+
+        Raises ``WorkerGone("stopped")`` when ``should_stop`` turns True and
+        ``WorkerGone("timeout")`` past ``deadline`` while every worker runs a step.
+        """
+        self._start_reaper()
+        while True:
+            ended: list[WorkerProcess] = []
+            with self._lock:
+                if self._closed:
+                    raise WorkerGone("closed")
+                worker: WorkerProcess | None = None
+                while self._spares and worker is None:
+                    candidate, _ = self._spares.pop()
+                    if candidate.alive and candidate.memory_mb == self.memory_mb:
+                        worker = candidate
+                    else:
+                        ended.append(candidate)
+                start = worker is None and self._count - len(ended) < self.max_workers
+                if start:
+                    self._count += 1
+                holders = [] if worker is not None or start else list(self._held)
+            for old in ended:
+                old.end()
+            if worker is not None:
+                return worker
+            if start:
+                return self._new_worker()
+            for holder in holders:
+                if self.take(holder):
+                    given = holder.reclaim()
+                    if given is not None:
+                        if given.memory_mb == self.memory_mb:
+                            return given
+                        given.end()
+                        break  # its place is free now: start one of the right size
             else:
-                candidate = None
-        worker = candidate if candidate is not None else WorkerProcess(self.memory_mb)
-        self.prestart()
-        return worker
+                with self._lock:
+                    if not self._spares and self._count >= self.max_workers and not self._closed:
+                        self._cond.wait(POLL_S * 10)
+            if should_stop():
+                raise WorkerGone("stopped")
+            if deadline is not None and time.monotonic() > deadline:
+                raise WorkerGone("timeout")
+
+    def _new_worker(self) -> WorkerProcess:
+        """Start a worker in the place ``lease`` counted for it (given back if starting fails)."""
+        try:
+            return WorkerProcess(self.memory_mb, on_end=self._ended)
+        except BaseException:
+            with self._lock:
+                self._count -= 1
+                self._cond.notify_all()
+            raise
+
+    def hold(self, holder: Holder) -> None:
+        """``holder`` has an idle worker now (most recently used); reclaimable from now on."""
+        with self._lock:
+            if self._closed:
+                return
+            self._held.pop(holder, None)
+            self._held[holder] = time.monotonic()
+            self._cond.notify_all()
+
+    def take(self, holder: Holder) -> bool:
+        """Take ``holder`` out of the idle ones: True if it was there (nobody reclaims it now)."""
+        with self._lock:
+            return self._held.pop(holder, None) is not None
 
     def give_back(self, worker: WorkerProcess) -> None:
-        """Take back a worker whose session is closed; ended instead when enough are idle."""
+        """Take back a worker whose session is closed: the spare, or ended."""
         with self._lock:
             keep = (
                 not self._closed
                 and worker.alive
                 and worker.memory_mb == self.memory_mb
-                and len(self._idle) < MAX_IDLE
+                and len(self._spares) < SPARES
             )
             if keep:
-                self._idle.append(worker)
+                self._spares.append((worker, time.monotonic()))
+                self._cond.notify_all()
         if not keep:
             worker.end()
 
     def prestart(self) -> None:
-        """Start a spare worker in the background unless one is idle or starting already."""
+        """Start the spare in the background unless one is there or starting, or the cap is reached."""
         with self._lock:
-            if self._closed or self._idle or self._starting:
+            if self._closed or self._spares or self._starting or self._count >= self.max_workers:
                 return
             self._starting = True
+            self._count += 1
         threading.Thread(target=self._start_spare, name="db-worker-start", daemon=True).start()
 
     def _start_spare(self) -> None:
         try:
-            spare = WorkerProcess(self.memory_mb)
+            spare = self._new_worker()
         except OSError:
             return  # the lease that needs one will try again and report the error
         finally:
@@ -250,13 +364,57 @@ class WorkerPool:
                 self._starting = False
         self.give_back(spare)
 
+    def _ended(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            self._count -= 1
+            self._cond.notify_all()
+
+    def _start_reaper(self) -> None:
+        with self._lock:
+            if self._reaper is not None or self._closed:
+                return
+            self._reaper = threading.Thread(target=self._reap, name="db-worker-reaper", daemon=True)
+        self._reaper.start()
+
+    def _reap(self) -> None:
+        """End what has been idle ``idle_s``: held workers first (given up), then the spare."""
+        while True:
+            with self._lock:
+                self._cond.wait(REAP_EVERY_S)
+                if self._closed:
+                    return
+                now = time.monotonic()
+                stale = [h for h, since in self._held.items() if now - since > self.idle_s]
+                for holder in stale:
+                    del self._held[holder]
+                old = [w for w, since in self._spares if now - since > self.idle_s]
+                self._spares = [(w, since) for w, since in self._spares if w not in old]
+            for holder in stale:
+                given = holder.reclaim()
+                if given is not None:
+                    self.give_back(given)
+            for worker in old:
+                worker.end()
+
     def close(self) -> None:
-        """End every idle worker (at exit)."""
+        """End every idle worker (at exit), all at once: each closed stdin ends its process."""
         with self._lock:
             self._closed = True
-            idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.end()
+            spares, self._spares = [w for w, _ in self._spares], []
+            holders, self._held = list(self._held), {}
+            self._cond.notify_all()
+        workers = spares + [w for h in holders if (w := h.reclaim()) is not None]
+        end_all(workers)
+
+
+def end_all(workers: list[WorkerProcess], timeout_s: float = 1.0) -> None:
+    """End idle workers together: every stdin closed first, then each waited for (killed past
+    ``timeout_s`` in all), so that N workers take as long as one, not N times as long."""
+    for worker in workers:
+        worker.end(wait=False)
+    deadline = time.monotonic() + timeout_s
+    for worker in workers:
+        worker.finish(max(0.0, deadline - time.monotonic()))
 
 
 POOL = WorkerPool()

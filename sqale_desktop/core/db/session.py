@@ -122,10 +122,18 @@ class Session:
                 cursor.close()
         return columns, fetched[:max_rows], len(fetched) > max_rows
 
-    def start(self, key: int, sql: str, params: Sequence[object]) -> list[str]:
-        """Prepare ``sql`` and step it once, keeping it open as cursor ``key``; its columns."""
+    def start(self, key: int, sql: str, params: Sequence[object], skip: int = 0) -> list[str]:
+        """Prepare ``sql`` and step it once, keeping it open as cursor ``key``; its columns.
+
+        ``skip``: rows to pass over first (read and dropped a batch at a time, under the deadline).
+        """
         with self._translated(sql):
             cursor = self._start(sql, params)
+            while skip > 0 and cursor.description:
+                passed = len(cursor.fetchmany(min(skip, 500)))
+                if passed == 0:
+                    break
+                skip -= passed
         columns = [d[0] for d in cursor.description or ()]
         if columns:
             self._cursors[key] = cursor

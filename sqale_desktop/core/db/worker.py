@@ -21,7 +21,8 @@ Requests are tuples ``(op, ...)``; each has exactly one reply unless said otherw
 - ``("probe", path, immutable, wait_s)``: open the file once and read its schema (``open_readonly``)
 - ``("open", path, immutable, decode)``: open a session (closing the previous one)
 - ``("execute", drops, sql, params, max_rows, deadline, limit_s)``: ``(columns, rows, truncated)``
-- ``("start", drops, key, sql, params, deadline, limit_s)``: the columns; the cursor stays open
+- ``("start", drops, key, sql, params, skip, deadline, limit_s)``: the columns; the cursor stays
+  open, past its first ``skip`` rows (a cursor resumed in another worker)
 - ``("fetch", drops, key, count, budget, deadline, limit_s)``: ``(rows, value_bytes)``
 - ``("drop", key)``: close cursor ``key``; no reply
 - ``("close",)``: close the session (the worker goes back to the pool)
@@ -128,8 +129,8 @@ class Worker:
             _, _, sql, params, max_rows, _, _ = request
             return session.execute(sql, params, max_rows)
         if op == "start":
-            _, _, key, sql, params, _, _ = request
-            return session.start(key, sql, params)
+            _, _, key, sql, params, skip, _, _ = request
+            return session.start(key, sql, params, skip)
         if op == "fetch":
             _, _, key, count, budget, _, _ = request
             return session.fetch(key, count, budget)
