@@ -29,9 +29,12 @@ USAGE = """%(prog)s [FILE ...]
        %(prog)s [-h] [--version]"""
 
 FILES_HELP = """\
-Without a command, opens the desktop app: with the SQLite FILEs given, one tab each (the demo
-database when none is given). An argument that names an existing file is a file even when it is
-also a command's name; use `%(prog)s -- FILE ...` for file names that begin with '-'.
+Without a command, opens the desktop app: with the FILEs given, one tab each (the demo database
+when none is given). A FILE is a SQLite database, a data file (CSV, TSV, delimited TXT, JSON,
+JSONL, their .gz, an Excel or OpenDocument workbook, Parquet, DuckDB) or a folder of data files;
+a data file is imported into the app's cache, never next to it. An argument that names an
+existing file is a file even when it is also a command's name; use `%(prog)s -- FILE ...` for file
+names that begin with '-'.
 `%(prog)s --verbose FILE ...` logs everything (DEBUG) to the terminal and the log file.
 Each launch opens its own window."""
 
@@ -46,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sqale-desktop",
         usage=USAGE,
-        description="Ask questions about local SQLite databases with a local text-to-SQL agent.",
+        description=(
+            "Ask questions about local SQLite databases and data files with a local text-to-SQL agent."
+        ),
         epilog=FILES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

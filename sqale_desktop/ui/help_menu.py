@@ -60,9 +60,11 @@ def bindings(keys: Keys) -> list[QKeySequence]:
 
 
 HELP_TEXT = """\
-<p>Open a SQLite file (Ctrl+O, drop it on the window, or File → Open Recent); each database has
-its own tab, conversation and schema tree. Type a question and press Enter: the agent explores the
-database with its tools, and its query opens in the editor with its result.</p>
+<p>Open a SQLite database, a data file (CSV, TSV, delimited TXT, JSON, JSONL, their .gz, an Excel
+or OpenDocument workbook, Parquet, DuckDB) or a folder of data files (Ctrl+O, drop it on the
+window, or File → Open Recent); a data file is imported into the app's cache, never next to it.
+Each database has its own tab, conversation and schema tree. Type a question and press Enter: the
+agent explores the database with its tools, and its query opens in the editor with its result.</p>
 <p>Without a model, browsing and SQL work; Tools → Model Manager… downloads one. The database is
 only ever opened read-only.</p>"""
 
@@ -184,8 +186,8 @@ def show_about(parent: QWidget, model: str) -> QDialog:
         for what, version in versions(model)
     )
     text = (
-        "<h3>SQaLe Desktop</h3><p>Ask questions about local SQLite databases with a local "
-        f"text-to-SQL agent.</p><table cellspacing='4'>{rows}</table>"
+        "<h3>SQaLe Desktop</h3><p>Ask questions about local SQLite databases and data files "
+        f"with a local text-to-SQL agent.</p><table cellspacing='4'>{rows}</table>"
         f"<p>Log: {html.escape(str(paths.log_dir()))}</p>"
     )
     dialog = _dialog(parent, "About SQaLe Desktop", text, "aboutDialog")

@@ -118,7 +118,6 @@ class MainWindow(QMainWindow):
         self._build_ui()
         self._build_parts()
         self._build_menus()
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop, context=Qt.ShortcutContext.WindowShortcut)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
             self.status.engine_state("failed", "none installed")
@@ -219,6 +218,10 @@ class MainWindow(QMainWindow):
         models_action.triggered.connect(lambda: self.show_models())
         tools.addAction(models_action)
         self.stop_action = QAction("S&top", self)
+        self.stop_action.setObjectName("stop")
+        # Esc is the action's own shortcut, window-wide, so that the menu shows it beside Stop.
+        self.stop_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.stop_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.stop_action.triggered.connect(lambda: self.stop())
         tools.addAction(self.stop_action)
         # Window-wide, as in browsers and editors: the editor and the grid have no use for them.

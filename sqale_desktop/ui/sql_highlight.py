@@ -1,7 +1,8 @@
 """SQL syntax highlighting and formatting, both through sqlparse's lexer.
 
-Using sqlparse for both means the colours agree with how the formatter understands the text, and
-no hand-written keyword list has to be kept up to date.
+Using sqlparse for both means the colours agree with how the formatter reads the text.  The
+formatter upper-cases fewer words than the highlighter colours: sqlparse calls ``first`` or
+``year`` keywords, and only SQLite's reserved words are upper-cased (see ``core.sql_layout``).
 """
 
 from __future__ import annotations
@@ -10,18 +11,13 @@ import sqlparse
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 from sqlparse import tokens as T
 
+from sqale_desktop.core import sql_layout
+
 
 def format_sql(sql: str) -> str:
-    """The house format: keywords upper case, one clause per line, no trailing semicolon games.
-
-    Text sqlparse refuses to group (more than 10,000 tokens: a table of thousands of columns) is
-    returned as it is: unformatted beats an error.
-    """
-    try:
-        formatted: str = sqlparse.format(sql.strip(), reindent=True, keyword_case="upper", indent_width=2)
-    except sqlparse.exceptions.SQLParseError:
-        return sql.strip()
-    return formatted.strip()
+    """The house format (:func:`sqale_desktop.core.sql_layout.format_sql`): keywords upper case,
+    one clause a line, and what the query returns unchanged."""
+    return sql_layout.format_sql(sql)
 
 
 def _is_dark() -> bool:

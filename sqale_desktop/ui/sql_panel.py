@@ -278,7 +278,12 @@ class SqlPanel(QWidget):
 
     # clipboard and export -------------------------------------------------------------------
     def copy_sql(self) -> str:
+        """Copy the editor's SQL; an empty editor copies nothing and says so (the clipboard keeps
+        what it held)."""
         text = self.editor.sql()
+        if not text.strip():
+            self.message.setText("Nothing to copy: the editor is empty.")
+            return ""
         QGuiApplication.clipboard().setText(text)
         self.message.setText("SQL copied to the clipboard.")
         return text

@@ -62,3 +62,37 @@ def test_about_names_the_versions(qtbot: Any, tmp_path: Path) -> None:
     import llama_cpp  # the test extras install it; About must not need to import it
 
     assert rows["llama.cpp (llama-cpp-python)"] == llama_cpp.__version__
+
+
+DATA_KINDS = ("CSV", "TSV", "JSON", "JSONL", ".gz", "Excel", "OpenDocument", "Parquet", "DuckDB", "folder")
+"""What opens besides a SQLite database (core.imports.kind_of's kinds), as the help names them."""
+
+
+def test_f1_help_says_data_files_and_folders_open(qtbot: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QDialog, QTextBrowser
+
+    window = MainWindow(Settings(), None, history=History(tmp_path / "history.sqlite"))
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)  # shortcuts need it
+    qtbot.keyClick(window, Qt.Key.Key_F1)
+    qtbot.waitUntil(lambda: window.findChild(QDialog, "helpDialog") is not None, timeout=5000)
+    dialog = window.findChild(QDialog, "helpDialog")
+    text = dialog.findChild(QTextBrowser, "helpText").toPlainText()
+    for kind in DATA_KINDS:
+        assert kind in text, kind
+    dialog.close()
+    QApplication.processEvents()
+    assert window.shutdown()
+
+
+def test_cli_help_says_data_files_and_folders_open() -> None:
+    from tests.commands.subprocess_cli import run_cli
+
+    out = run_cli("--help").stdout
+    for kind in DATA_KINDS:
+        assert kind in out, kind
+    assert "SQLite FILEs" not in out
