@@ -46,6 +46,7 @@ from sqale_desktop.core.export_formats import json_text
 from sqale_desktop.core.runtime import COMMAND_ENGINES
 
 if TYPE_CHECKING:
+    from sqale_desktop.core.agent.followup import Thread
     from sqale_desktop.core.history import History
     from sqale_desktop.core.runtime import Runtime
     from sqale_desktop.core.settings import Settings
@@ -93,6 +94,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_settings_flags(ask)
     ask.add_argument("--trace", action="store_true", help="print thinking, calls and results as they stream")
     ask.add_argument("--json", action="store_true", help="print the finished episode as JSON")
+    ask.add_argument(
+        "--follow-up",
+        metavar="last|EPISODE_ID",
+        type=_follow_up_ref,
+        help="continue a stored answer's thread: 'last' (the database's latest answer) or an "
+        "episode id; the question then sees the earlier questions, calls and SQL",
+    )
     ask.add_argument(
         "--no-log",
         action="store_true",
@@ -178,7 +186,20 @@ def run_ask(args: argparse.Namespace) -> int:
     trace_out = sys.stderr if args.json else sys.stdout
     for note in runtime.protocol.notes:
         print(f"note: {note}", file=sys.stderr)
-    log = None if args.no_log else _HistoryLog.start(Path(args.db), args.question)
+    parent_id, thread = None, None
+    if args.follow_up is not None:
+        try:
+            parent_id, thread = _thread(args.follow_up, Path(args.db), runtime.thread_model)
+        except KnownError as exc:  # no such answer, a damaged thread, another database or model
+            db.close()
+            close_engine(engine)
+            print(f"sqale-desktop ask: --follow-up: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    log = (
+        None
+        if args.no_log
+        else _HistoryLog.start(Path(args.db), args.question, parent_id, runtime.thread_model)
+    )
     control = EpisodeControl()
     episode: Episode | None = None
     try:
@@ -186,7 +207,7 @@ def run_ask(args: argparse.Namespace) -> int:
             warmed = runtime.warm_up(engine, control.event)
             if warmed is not None and warmed.note:
                 print(f"note: {warmed.note}", file=sys.stderr)
-            for event in runtime.episode(engine, db, args.question, control.event):
+            for event in runtime.episode(engine, db, args.question, control.event, parent=thread):
                 if args.trace:
                     _trace(event, trace_out)
                 if isinstance(event, EpisodeEnded):
@@ -220,16 +241,26 @@ class _HistoryLog:
         self._entry_id = entry_id
 
     @classmethod
-    def start(cls, db_path: Path, question: str) -> _HistoryLog | None:
-        from sqale_desktop.core.history import History
+    def start(
+        cls, db_path: Path, question: str, parent_id: int | None = None, model: str | None = None
+    ) -> _HistoryLog | None:
+        from sqale_desktop.core.history import History, fingerprint
 
         try:
             history = History()
             conversation = history.conversation_for(db_path, title=db_path.name)
-            return cls(history, history.add_question(conversation.id, question))
+            entry_id = history.add_question(
+                conversation.id,
+                question,
+                parent_entry_id=parent_id,
+                db_fingerprint=fingerprint(db_path),
+                model=model,
+            )
         except Exception as exc:  # an unusable history file, text SQLite cannot store
             print(f"note: the history does not record this question: {exc}", file=sys.stderr)
             return None
+        print(f"note: episode {entry_id} (follow it up with --follow-up {entry_id})", file=sys.stderr)
+        return cls(history, entry_id)
 
     def finish(self, episode: Episode | None) -> None:
         """Store the finished episode; ``None`` (a bug ended the loop) leaves the entry running,
@@ -256,6 +287,35 @@ def _runtime(args: argparse.Namespace, settings: Settings) -> Runtime:
         replay=Path(args.replay) if args.replay else None,
     )
     return choose(settings, flags)
+
+
+def _follow_up_ref(text: str) -> int | str:
+    if text == "last":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'last' or an episode id, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"an episode id is above 0: {text}")
+    return value
+
+
+def _thread(ref: int | str, db_path: Path, model: str) -> tuple[int, Thread]:
+    """The stored answer ``ref`` names ('last' or an id) and its thread, checked for this
+    database and model; :class:`~sqale_desktop.core.errors.KnownError` says what is wrong."""
+    from sqale_desktop.core.agent.followup import ThreadError
+    from sqale_desktop.core.history import History
+
+    history = History()
+    if ref == "last":
+        entry = history.last_answer(db_path)
+        if entry is None:
+            raise ThreadError(f"no finished answer about {db_path.name} in the history to follow up")
+        entry_id = entry.id
+    else:
+        entry_id = int(ref)
+    return entry_id, history.thread(entry_id, db_path, model)
 
 
 def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -326,6 +386,9 @@ def _stop_on_ctrl_c(control: EpisodeControl) -> Iterator[None]:
 def _trace(event: Event, out: TextIO) -> None:
     if isinstance(event, EpisodeStarted):
         out.write(f"engine: {event.engine}; prompt: {event.protocol.prompt_source}\n")
+        if event.follow_up is not None:
+            note = f" ({event.follow_up_note})" if event.follow_up_note else ""
+            out.write(f"follow-up: {event.follow_up}{note}\n")
     elif isinstance(event, TurnStarted):
         label = (
             "final turn" if event.final else f"turn {event.turn} ({event.tool_turns_left} tool turns left)"
@@ -348,6 +411,10 @@ def _trace(event: Event, out: TextIO) -> None:
 
 def _summary(episode: Episode, out: TextIO) -> None:
     stats = episode.stats
+    if episode.follow_up == "continued":
+        out.write(f"follow-up: continued the thread ({stats.thread_tokens} tokens)\n")
+    elif episode.follow_up == "carried":
+        out.write("follow-up: carried (the earlier questions and their SQL as text, in a new episode)\n")
     out.write(f"ended by: {episode.ended_by}\n")
     if episode.sql:
         out.write(f"sql: {episode.sql}\n")

@@ -51,6 +51,7 @@ import filelock
 
 from sqale_desktop.core import paths
 from sqale_desktop.core.agent.events import Episode
+from sqale_desktop.core.agent.followup import Thread, ThreadError
 from sqale_desktop.core.errors import KnownError
 
 BUSY_TIMEOUT_S = 10.0
@@ -90,6 +91,9 @@ class Entry:
     episode: Episode | None = None  # finished question entries
     source_entry_id: int | None = None  # a rerun: the entry whose SQL the user edited
     duration_ms: int | None = None  # a rerun: how long the statement took to its first page
+    parent_entry_id: int | None = None  # a follow-up question: the entry whose thread it continued
+    db_fingerprint: str | None = None  # a question: the database as it was asked on (:func:`fingerprint`)
+    model: str | None = None  # a question: the model that answered it (``Runtime.thread_model``)
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -140,7 +144,17 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE entries ADD COLUMN owner TEXT")
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """Follow-up questions (issue 29): the entry a question follows up, and what its thread
+    depends on (the database's size and modification time, the model that wrote it)."""
+    conn.execute(
+        "ALTER TABLE entries ADD COLUMN parent_entry_id INTEGER REFERENCES entries (id) ON DELETE SET NULL"
+    )
+    conn.execute("ALTER TABLE entries ADD COLUMN db_fingerprint TEXT")
+    conn.execute("ALTER TABLE entries ADD COLUMN model TEXT")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
 """Step ``i`` migrates schema version ``i`` to ``i + 1``; append a step to change the schema."""
 
 
@@ -222,8 +236,20 @@ class History:
         with self._write() as conn:
             _check(conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)))
 
-    def add_question(self, conversation_id: int, question: str) -> int:
-        """Record a question as ``running`` before its episode starts; returns the entry id."""
+    def add_question(
+        self,
+        conversation_id: int,
+        question: str,
+        *,
+        parent_entry_id: int | None = None,
+        db_fingerprint: str | None = None,
+        model: str | None = None,
+    ) -> int:
+        """Record a question as ``running`` before its episode starts; returns the entry id.
+
+        ``parent_entry_id``: the question it follows up; ``db_fingerprint`` and ``model``: what
+        a later follow-up on it checks (:meth:`thread`).
+        """
         now = _now()
         with self._write() as conn:
             entry_id = _insert_entry(
@@ -234,8 +260,73 @@ class History:
                 state="running",
                 question=question,
                 owner=self._owners.token,
+                parent_entry_id=parent_entry_id,
+                db_fingerprint=db_fingerprint,
+                model=model,
             )
         return entry_id
+
+    def last_answer(self, db_path: Path | str) -> Entry | None:
+        """The latest finished question of ``db_path``'s conversation (None: there is none)."""
+        key = str(Path(db_path).expanduser().resolve())
+        with self._connect() as conn:
+            conn.row_factory = sqlite3.Row
+            row = conn.execute(
+                "SELECT entries.* FROM entries JOIN conversations ON conversations.id = conversation_id "
+                "WHERE db_path = ? AND kind = 'question' AND state = 'finished' "
+                "AND ended_by NOT IN ('cancelled', 'error') ORDER BY entries.id DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        return None if row is None else _entry(row)
+
+    def thread(self, entry_id: int, db_path: Path | str, model: str | None = None) -> Thread:
+        """The thread a follow-up on entry ``entry_id`` continues, asked on ``db_path`` by ``model``.
+
+        Raises :class:`~sqale_desktop.core.agent.followup.ThreadError` with a message for people:
+        no such question, one that did not finish, a damaged stored thread, another database (or
+        the same one changed since, or gone), another model.
+        """
+        try:
+            entry = self.entry(entry_id)
+        except KeyError:
+            raise ThreadError(f"there is no episode {entry_id} in the history") from None
+        if entry.kind != "question":
+            raise ThreadError(f"entry {entry_id} is an SQL run, not an answer to follow up")
+        if entry.state != "finished":
+            raise ThreadError(
+                f"episode {entry_id} never finished ({entry.state}): follow up a finished answer"
+            )
+        if entry.episode is None:
+            raise ThreadError(
+                f"the stored thread of episode {entry_id} is damaged: {entry.error or 'it is empty'}"
+            )
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT db_path FROM conversations WHERE id = ?", (entry.conversation_id,)
+            ).fetchone()
+        asked_on = Path(row[0]) if row is not None else None
+        here = Path(db_path).expanduser().resolve()
+        if asked_on is not None and asked_on != here:
+            raise ThreadError(f"episode {entry_id} was asked on {asked_on}, not on {here}")
+        if not here.exists():
+            raise ThreadError(f"the database of episode {entry_id} is gone: {here}")
+        if entry.db_fingerprint is not None and entry.db_fingerprint != fingerprint(here):
+            raise ThreadError(
+                f"the database {here.name} has changed since episode {entry_id} was answered: its "
+                "thread may describe tables and rows that are no longer there; ask a standalone question"
+            )
+        if model is not None and entry.model is not None and entry.model != model:
+            raise ThreadError(
+                f"episode {entry_id} was answered by {entry.model}, not by {model}: a thread is "
+                "continued only by the model that wrote it; ask a standalone question or choose that model"
+            )
+        if entry.episode.ended_by in ("cancelled", "error"):
+            reason = "was stopped" if entry.episode.ended_by == "cancelled" else "ended in an error"
+            raise ThreadError(f"episode {entry_id} {reason}: follow up a finished answer")
+        try:
+            return Thread.of(entry.episode)
+        except ThreadError as exc:
+            raise ThreadError(f"the stored thread of episode {entry_id} is damaged ({exc})") from None
 
     def finish_episode(self, entry_id: int, episode: Episode) -> None:
         """Store the finished (or cancelled, or failed) episode of a question, in one transaction."""
@@ -446,7 +537,23 @@ def _entry(row: sqlite3.Row) -> Entry:
         episode=episode,
         source_entry_id=row["source_entry_id"],
         duration_ms=row["duration_ms"],
+        parent_entry_id=row["parent_entry_id"],
+        db_fingerprint=row["db_fingerprint"],
+        model=row["model"],
     )
+
+
+def fingerprint(db_path: Path | str) -> str | None:
+    """A database file as it is now (size and modification time), None when it cannot be read.
+
+    A follow-up compares it with the one its thread was asked on: a database changed since may
+    no longer hold what the thread read from it.
+    """
+    try:
+        info = Path(db_path).stat()
+    except OSError:
+        return None
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 # Result rows may hold BLOBs, which JSON cannot: they travel as {"$bytes": "<base64>"}.

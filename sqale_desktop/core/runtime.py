@@ -22,10 +22,11 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqale_desktop.core.agent import protocol as protocol_files
 from sqale_desktop.core.agent.events import Event
+from sqale_desktop.core.agent.followup import Thread as Thread  # re-exported: the faces build threads here
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.engines.base import Engine as Engine  # re-exported: the faces type engines here
@@ -36,8 +37,19 @@ from sqale_desktop.core.settings import Settings
 log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[], Engine]
-EpisodeFn = Callable[[Engine, Any, str, threading.Event], Iterator[Event]]
-"""Runs one episode: (engine, the open tool database, question, cancel flag) -> events."""
+
+
+class EpisodeFn(Protocol):
+    """Runs one episode: (engine, the open tool database, question, cancel flag) -> events.
+
+    ``parent``: the thread of a finished episode that this question follows up
+    (``core.agent.followup``); without it the episode is the trained standalone one.
+    """
+
+    def __call__(
+        self, engine: Engine, db: Any, question: str, cancel: threading.Event, parent: Thread | None = None
+    ) -> Iterator[Event]: ...
+
 
 LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar(
     "LOAD_PROGRESS", default=None
@@ -135,6 +147,17 @@ class Runtime:
     @property
     def kind(self) -> EngineKind:
         return self.choice.kind
+
+    @property
+    def thread_model(self) -> str:
+        """Which model writes this runtime's threads, as the history records it: a follow-up is
+        continued only by the model that wrote its thread (another one never saw those turns)."""
+        if self.model_path is not None:
+            return f"{self.kind}: {self.model_path.name}"
+        if self.kind == "openai":
+            url = self.choice.base_url or self.settings.server_url
+            return f"openai: {url} {self.choice.server_model or ''}".rstrip()
+        return self.kind
 
     def open_database(self, path: Path) -> ReadOnlyDatabase:
         """The agent's own read-only handle, with the settings' query time limit."""
@@ -246,13 +269,17 @@ def with_settings(protocol: AgentProtocol, settings: Settings) -> AgentProtocol:
 def episode_fn(settings: Settings, protocol: AgentProtocol | None = None) -> EpisodeFn:
     """The real episode: ``core.agent.loop.run_episode`` with a ``ToolBox`` over the database.
 
-    ``protocol`` ``None`` uses the built-in one.  The settings cap the answer's rows and set the
-    turn's tool budget; the model sees as many rows as in training.
+    ``protocol`` ``None`` uses the built-in one; a follow-up (``parent``) runs through this same
+    function, so the window, ``ask --follow-up`` and the evaluation build it alike.  The settings
+    cap the answer's rows and set the turn's tool budget; the model sees as many rows as in
+    training.
     """
     from sqale_desktop.core.agent.loop import run_episode
     from sqale_desktop.core.tools import ToolBox
 
-    def run(engine: Engine, db: Any, question: str, cancel: threading.Event) -> Iterator[Event]:
+    def run(
+        engine: Engine, db: Any, question: str, cancel: threading.Event, parent: Thread | None = None
+    ) -> Iterator[Event]:
         chosen = fit_protocol(protocol, getattr(engine, "n_ctx", None))
         yield from run_episode(
             question,
@@ -263,6 +290,7 @@ def episode_fn(settings: Settings, protocol: AgentProtocol | None = None) -> Epi
             cancel=cancel,
             result_rows=settings.max_rows,
             turn_tool_seconds=settings.turn_tool_time_s,
+            parent=parent,
         )
 
     return run

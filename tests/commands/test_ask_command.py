@@ -223,3 +223,87 @@ def test_json_episode_is_strict_json_with_the_export_cell_rules(
     assert episode["result"]["rows"] == [["X'00FF'", "inf", "-inf", None]]
     assert main(argv) == 0
     assert "<blob 2 bytes> | inf | -inf | NULL\n" in capsys.readouterr().out
+
+
+def _ask_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object], str]:
+    status = main([*args, "--json"])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out) if captured.out.strip() else {}, captured.err
+
+
+def test_follow_up_last_continues_the_stored_thread(
+    chinook: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "long.json"
+    script.write_text(json.dumps({"completions": SCRIPT, "n_ctx": 65536}))
+    base = ["ask", "--db", str(chinook), "--replay", str(script)]
+    status, first, err = _ask_json([*base, "--question", QUESTION], capsys)
+    assert status == 0 and first["follow_up"] is None
+    first_id = int(err.split("note: episode ")[1].split()[0])
+    status, second, err = _ask_json([*base, "--question", "And per album?", "--follow-up", "last"], capsys)
+    assert status == 0 and second["follow_up"] == "continued"
+    assert str(second["prompt"]).startswith(str(first["prompt"]))
+    assert second["earlier_questions"] == [QUESTION]
+    second_id = int(err.split("note: episode ")[1].split()[0])
+    status, third, _ = _ask_json([*base, "--question", "Only rock?", "--follow-up", str(second_id)], capsys)
+    assert status == 0 and third["earlier_questions"] == [QUESTION, "And per album?"]
+    from sqale_desktop.core.history import History
+
+    assert History().entry(second_id).parent_entry_id == first_id
+
+
+def test_a_thread_outgrowing_the_context_is_carried_and_said(
+    chinook: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "small.json"
+    script.write_text(json.dumps({"completions": SCRIPT, "n_ctx": 8192}))
+    base = ["ask", "--db", str(chinook), "--replay", str(script)]
+    assert main([*base, "--question", QUESTION]) == 0
+    capsys.readouterr()
+    assert main([*base, "--question", "And per album?", "--follow-up", "last", "--trace"]) == 0
+    out = capsys.readouterr().out
+    assert "follow-up: carried (the thread" in out
+    assert "follow-up: carried (the earlier questions and their SQL as text" in out
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "message"),
+    [
+        ("last", "no finished answer about chinook.sqlite"),
+        ("42", "there is no episode 42"),
+        ("nope", "'last' or an episode id"),
+    ],
+)
+def test_a_follow_up_on_nothing_is_a_clear_usage_error(
+    chinook: Path, replay_file: Path, capsys: pytest.CaptureFixture[str], follow_up: str, message: str
+) -> None:
+    args = [
+        "ask",
+        "--db",
+        str(chinook),
+        "--question",
+        "q",
+        "--replay",
+        str(replay_file),
+        "--follow-up",
+        follow_up,
+    ]
+    try:
+        status = main(args)
+    except SystemExit as exc:  # argparse refuses the value itself
+        status = int(str(exc.code))
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_follow_up_on_another_database_or_model_is_refused(
+    chinook: Path, northwind: Path, replay_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "--db", str(chinook), "--question", QUESTION, "--replay", str(replay_file)]) == 0
+    entry = int(capsys.readouterr().err.split("note: episode ")[1].split()[0])
+    other = ["ask", "--db", str(northwind), "--question", "q", "--replay", str(replay_file)]
+    assert main([*other, "--follow-up", str(entry)]) == 2
+    assert "was asked on" in capsys.readouterr().err
+    server = ["ask", "--db", str(chinook), "--question", "q", "--base-url", "http://127.0.0.1:9"]
+    assert main([*server, "--follow-up", str(entry)]) == 2
+    assert f"episode {entry} was answered by replay" in capsys.readouterr().err

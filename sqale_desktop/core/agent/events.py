@@ -18,6 +18,8 @@ EndedBy = Literal[
     "submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"
 ]
 Phase = Literal["think", "answer"]
+FollowUpForm = Literal["continued", "carried"]
+"""How a follow-up continued its thread (see ``core.agent.followup``)."""
 CutBy = Literal["turn", "episode"]
 """Which token budget ended a turn: the turn's own (2,048 for a tool turn, 3,072 for the final
 one) or what was left of the episode's (12,288 tokens before the final turn, then the context)."""
@@ -30,6 +32,10 @@ class EpisodeStarted:
 
     protocol: AgentProtocol
     engine: str
+    # A follow-up question (``core.agent.followup``): "continued" or "carried"; None for a plain one.
+    follow_up: FollowUpForm | None = None
+    # Why a follow-up was carried rather than continued (the thread outgrew the context).
+    follow_up_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,8 @@ class EpisodeStats:
     seconds: float = 0.0
     engine: str = ""
     """Where the episode ran, as the engine says it ("local GPU (24 layers on CUDA0)", "local CPU")."""
+    thread_tokens: int = 0
+    """A continued follow-up: the tokens of the thread it continued (in ``prompt_tokens`` too)."""
 
 
 @dataclass
@@ -158,6 +166,12 @@ class Episode:
     prompt_source: str = ""  # "sqale_agent.py:<path>" or "builtin"
     stats: EpisodeStats = field(default_factory=EpisodeStats)
     error: str | None = None
+    follow_up: FollowUpForm | None = None
+    """A follow-up: "continued" (``prompt`` holds the whole thread) or "carried"; None: standalone."""
+    earlier_questions: list[str] = field(default_factory=list)
+    """A follow-up: the questions of the thread it followed, oldest first (this one not included)."""
+    earlier_sqls: list[str | None] = field(default_factory=list)
+    """The final SQL of each of ``earlier_questions``."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

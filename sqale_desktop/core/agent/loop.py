@@ -64,6 +64,7 @@ from sqale_desktop.core.agent.events import (
     TurnRecord,
     TurnStarted,
 )
+from sqale_desktop.core.agent.followup import Thread, open_follow_up
 from sqale_desktop.core.agent.parser import ParsedCall, extract_final_sql, parse_completion, split_think
 from sqale_desktop.core.agent.phases import PhaseSplitter
 from sqale_desktop.core.agent.protocol import AgentProtocol
@@ -172,8 +173,13 @@ def run_episode(
     result_rows: int = RESULT_ROWS,
     clock: Callable[[], float] = time.perf_counter,
     turn_tool_seconds: float = DEFAULT_TURN_TOOL_SECONDS,
+    parent: Thread | None = None,
 ) -> Iterator[Event]:
     """Run one episode, yielding its events; the last one is always :class:`EpisodeEnded`.
+
+    ``parent``: the thread a follow-up question continues (``core.agent.followup``); the
+    episode then continues it or carries it, and says which in :class:`EpisodeStarted` and
+    ``episode.follow_up``.  Without it, the episode is the trained standalone one.
 
     Never raises for known conditions: an engine or tool failure ends the episode with
     ``ended_by="error"`` and the message in ``episode.error`` (bugs are also logged with their
@@ -191,10 +197,23 @@ def run_episode(
     session: EngineSession | None = None
     stopper = _QueryStopper(db, cancel)
     try:
-        yield EpisodeStarted(protocol=protocol, engine=engine.describe())
-        opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
-        session = engine.new_session(protocol.prompt_head(question) + opener)
-        run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+        if parent is None:
+            yield EpisodeStarted(protocol=protocol, engine=engine.describe())
+            opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
+            session = engine.new_session(protocol.prompt_head(question) + opener)
+            run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+        else:
+            opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
+            start = open_follow_up(engine, protocol, opener, question, parent)
+            session = start.session
+            episode.follow_up = start.form
+            episode.earlier_questions, episode.earlier_sqls = list(parent.questions), list(parent.sqls)
+            episode.stats.thread_tokens = start.thread_tokens
+            yield EpisodeStarted(
+                protocol=protocol, engine=engine.describe(), follow_up=start.form, follow_up_note=start.note
+            )
+            run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+            run.base_tokens, run.context_tokens = start.thread_tokens, start.context_tokens
         run.turn_tool_seconds = turn_tool_seconds
         yield from run.turns()
     except _Cancelled:
@@ -216,6 +235,7 @@ def run_episode(
                 evaluated_tokens=stats.evaluated_tokens,
                 seconds=clock() - started,
                 engine=engine.describe(),
+                thread_tokens=episode.stats.thread_tokens,
             )
             session.close()
     if episode.ended_by in ("cancelled", "error"):
@@ -238,6 +258,10 @@ class _Run:
     clock: Callable[[], float]
     stopper: _QueryStopper
     turn_tool_seconds: float = DEFAULT_TURN_TOOL_SECONDS
+    # A continued follow-up: its budgets count from the end of the thread (``base_tokens``), in
+    # what is left of the context after it (``context_tokens``); 0 / None for a standalone episode.
+    base_tokens: int = 0
+    context_tokens: int | None = None
     tool_turns_used: int = 0
     consecutive_query_errors: int = 0
     last_working_sql: str | None = None
@@ -250,15 +274,16 @@ class _Run:
         protocol, session = self.protocol, self.session
         final = False
         turn = 0
+        context = protocol.context_tokens if self.context_tokens is None else self.context_tokens
         while True:
             turn += 1
-            if not final and session.stats.prompt_tokens >= protocol.episode_tokens:
+            if not final and session.stats.prompt_tokens - self.base_tokens >= protocol.episode_tokens:
                 final = True  # the estimate below fell short: the budget is spent, answer now
             tool_turns_left = 0 if final else protocol.tool_turns - self.tool_turns_used
             yield TurnStarted(turn=turn, final=final, tool_turns_left=tool_turns_left)
-            used = session.stats.prompt_tokens
+            used = session.stats.prompt_tokens - self.base_tokens
             if final:
-                own, left = protocol.final_turn_tokens, protocol.context_tokens - used
+                own, left = protocol.final_turn_tokens, context - used
             else:
                 own, left = protocol.tool_turn_tokens, protocol.episode_tokens - used
             record, calls = yield from self.generate(
@@ -283,7 +308,7 @@ class _Run:
             left = protocol.tool_turns - self.tool_turns_used
             results = "\n\n".join(f"{protocol.tool_result_prefix} {output}" for output in outputs)
             # the results are not in the prompt yet; an estimate of their size decides in time
-            tokens_after = session.stats.prompt_tokens + count_tokens(results)
+            tokens_after = session.stats.prompt_tokens - self.base_tokens + count_tokens(results)
             final = (
                 left <= 0
                 or self.consecutive_query_errors >= protocol.max_query_errors

@@ -161,6 +161,21 @@ class WarmsUp(Protocol):
         ...
 
 
+class Continues(Protocol):
+    """An engine that can continue a finished episode's prompt without evaluating it again.
+
+    Optional (``core.agent.followup.continue_session`` falls back to ``new_session``): the
+    llama engine keeps the exact token ids of its recent finished sessions by their text, so a
+    follow-up's history starts with the ids the model evaluated, and its memory, still holding
+    them, evaluates only what the follow-up appends; the replay engine counts the prompt as
+    already evaluated, as a perfect cache would.
+    """
+
+    def continue_session(self, prompt: str) -> EngineSession:
+        """A session whose history is exactly ``prompt`` (a finished session's ``prompt_text``)."""
+        ...
+
+
 @dataclass
 class EngineInfo:
     """What the UI shows about a loaded engine."""

@@ -33,24 +33,37 @@ __all__ = ["ReplayEngine", "ReplaySession", "count_tokens", "load_script"]
 
 
 def load_script(path: Path) -> list[str]:
-    """Completions from a JSON file: a list of strings, or a recorded episode (``turns[].completion``).
+    """Completions from a JSON file: a list of strings, a recorded episode (``turns[].completion``),
+    or ``{"completions": [...], "n_ctx": N}`` (a replay that says its context, see ``from_file``).
 
     Raises :class:`EngineError` with a message for people when the file is unusable.
     """
+    return _read_script(path)[0]
+
+
+def _read_script(path: Path) -> tuple[list[str], int | None]:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise EngineError(f"cannot read the replay file {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise EngineError(f"the replay file {path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+    n_ctx = None
+    if isinstance(data, dict) and isinstance(data.get("completions"), list):
+        context = data.get("n_ctx")
+        if context is not None and (
+            not isinstance(context, int) or isinstance(context, bool) or context <= 0
+        ):
+            raise EngineError(f"the replay file {path} has an n_ctx that is not a positive number")
+        n_ctx, data = context, data["completions"]
+    elif isinstance(data, dict) and isinstance(data.get("turns"), list):
         data = [turn.get("completion") if isinstance(turn, dict) else None for turn in data["turns"]]
     if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
         raise EngineError(
             f"the replay file {path} must hold a JSON list of strings (one completion per assistant "
             "turn) or a recorded episode with turns[].completion"
         )
-    return list(data)
+    return list(data), n_ctx
 
 
 class ReplayEngine:
@@ -65,9 +78,14 @@ class ReplayEngine:
         chunk_chars: int = 8,
         delay: float = 0.0,
         template: str | None = None,
+        n_ctx: int | None = None,
     ) -> None:
+        """``n_ctx``: the context this replay pretends to have (None: it does not say); a
+        follow-up whose thread would not fit it is carried (``core.agent.followup``)."""
         if chunk_chars < 1:
             raise ValueError("chunk_chars must be at least 1")
+        if n_ctx is not None:
+            self.n_ctx = n_ctx
         self._completions = list(completions)
         self._chunk_chars = chunk_chars
         self._delay = delay
@@ -75,7 +93,8 @@ class ReplayEngine:
 
     @classmethod
     def from_file(cls, path: Path, *, chunk_chars: int = 8, delay: float = 0.0) -> ReplayEngine:
-        return cls(load_script(path), chunk_chars=chunk_chars, delay=delay)
+        completions, n_ctx = _read_script(path)
+        return cls(completions, chunk_chars=chunk_chars, delay=delay, n_ctx=n_ctx)
 
     def describe(self) -> str:
         return f"replay ({len(self._completions)} scripted turns)"
@@ -86,12 +105,19 @@ class ReplayEngine:
     def new_session(self, prompt: str) -> ReplaySession:
         return ReplaySession(prompt, self._completions, self._chunk_chars, self._delay)
 
+    def continue_session(self, prompt: str) -> ReplaySession:
+        """A follow-up's session (``base.Continues``): the thread counts as held, not evaluated
+        (a perfect cache); the script plays from its first completion, as in every session."""
+        return ReplaySession(prompt, self._completions, self._chunk_chars, self._delay, cached=True)
+
 
 class ReplaySession(TextPromptSession):
     """One episode of a :class:`ReplayEngine`."""
 
-    def __init__(self, prompt: str, completions: Sequence[str], chunk_chars: int, delay: float) -> None:
-        super().__init__(prompt, evaluates_appends=True)
+    def __init__(
+        self, prompt: str, completions: Sequence[str], chunk_chars: int, delay: float, *, cached: bool = False
+    ) -> None:
+        super().__init__(prompt, evaluates_appends=True, cached=cached)
         self._script = list(completions)
         self._next = 0
         self._chunk_chars = chunk_chars

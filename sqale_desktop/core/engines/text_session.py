@@ -27,13 +27,15 @@ class TextPromptSession:
     pretends a model read it; a server's own cache makes that unknowable from here).
     """
 
-    def __init__(self, prompt: str, *, evaluates_appends: bool) -> None:
+    def __init__(self, prompt: str, *, evaluates_appends: bool, cached: bool = False) -> None:
+        """``cached``: the prompt is a finished session's, still held (counted, not evaluated)."""
         prompt = valid_text(prompt)
         self._parts = [prompt]
         self._stats = EngineStats()
         self._finish: FinishReason = "stop"
-        self._evaluates_appends = evaluates_appends
+        self._evaluates_appends = evaluates_appends and not cached
         self._count(prompt)
+        self._evaluates_appends = evaluates_appends
 
     @property
     def prompt_text(self) -> str:

@@ -21,6 +21,7 @@ Threads and waiting: ``thread_policy`` gives OpenMP threads a short bounded spin
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -57,6 +58,11 @@ from sqale_desktop.core.models.errors import DownloadCancelled
 
 # Before llama_cpp (and libgomp) can load: nothing in this package imports it at the top.
 POLICY_NOTE = thread_policy.apply()
+
+THREADS_KEPT = 8
+"""Finished sessions whose token ids are kept for follow-ups (a 12k-token thread is ~100 kB)."""
+
+_log = logging.getLogger(__name__)
 
 
 class LlamaEngine:
@@ -110,6 +116,9 @@ class LlamaEngine:
         self._depth = 0
         # What the last warm_up said (restored, evaluated, a saved state that could not be used).
         self._warm_notes: list[str] = []
+        # The ids of recently closed sessions by their prompt text, for follow-ups (insertion order
+        # is recency: the least recently used first).
+        self._threads: dict[str, list[int]] = {}
 
     # -- what was asked, what loading decided -------------------------------------------------
 
@@ -299,7 +308,35 @@ class LlamaEngine:
         with self.entered():
             vocabulary = self._loaded().vocabulary
             start = [vocabulary.bos] if vocabulary.add_bos else []
-            return LlamaSession(self, start + vocabulary.tokenize(prompt))
+            return LlamaSession(self, start + vocabulary.tokenize(prompt), on_close=self._remember)
+
+    def continue_session(self, prompt: str) -> LlamaSession:
+        """A follow-up's session (``base.Continues``): the exact ids of the finished session whose
+        text is ``prompt`` when this engine still knows them, else ``prompt`` tokenized.
+
+        The ids matter: re-tokenizing sampled text does not always give the sampled ids back, and
+        one changed id makes the hybrid model evaluate the whole thread again.  With the ids, a
+        memory that still holds the thread (nothing ran since) evaluates only what is appended.
+        """
+        with self.entered():
+            known = self._threads.pop(prompt, None)
+            if known is not None:
+                self._threads[prompt] = known  # most recently used
+                return LlamaSession(self, list(known), on_close=self._remember)
+            _log.info(
+                "follow-up: the thread's token ids are not held (another launch, or evicted); "
+                "tokenizing its text, and the model evaluates it again"
+            )
+            vocabulary = self._loaded().vocabulary
+            start = [vocabulary.bos] if vocabulary.add_bos else []
+            return LlamaSession(self, start + vocabulary.tokenize(prompt), on_close=self._remember)
+
+    def _remember(self, prompt: str, history: list[int]) -> None:
+        """Keep a closed session's ids by its text, for a follow-up (bounded, least recent out)."""
+        self._threads.pop(prompt, None)
+        self._threads[prompt] = list(history)
+        while len(self._threads) > THREADS_KEPT:
+            self._threads.pop(next(iter(self._threads)))
 
     def system_turn(self, prompt: str) -> list[int]:
         """The ids of ``prompt``'s leading system turn, through its first ``<|im_end|>``.

@@ -12,7 +12,7 @@ import codecs
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from sqale_desktop.core.engines.base import (
@@ -60,8 +60,17 @@ class LlamaSession:
     costs nothing.
     """
 
-    def __init__(self, engine: SessionEngine, history: list[int]) -> None:
+    def __init__(
+        self,
+        engine: SessionEngine,
+        history: list[int],
+        *,
+        on_close: Callable[[str, list[int]], None] | None = None,
+    ) -> None:
+        """``on_close(prompt_text, history)`` hears the finished session (the engine keeps its ids
+        for a follow-up)."""
         self._engine = engine
+        self._on_close = on_close
         self.history: list[int] = history
         vocabulary = engine.vocabulary
         self._pieces: list[bytes] = [vocabulary.piece(t) for t in history]
@@ -222,6 +231,8 @@ class LlamaSession:
             self._sampled_last = False
 
     def close(self) -> None:
+        if not self._closed and self._on_close is not None:
+            self._on_close(self.prompt_text, list(self.history))
         self._closed = True
 
     def _check_open(self) -> None:
