@@ -45,6 +45,7 @@ from sqale_desktop.core.runtime import (
     EpisodeFn,
     NoModelInstalled,
     Runtime,
+    Thread,
     close_engine,
 )
 from sqale_desktop.ui.workers import register_thread_owner
@@ -280,10 +281,21 @@ class AgentWorker(QObject):
             return
         log.info("%s", getattr(result, "note", "") or "system turn warmed")
 
-    @Slot(int, str, str, object)
-    def run_episode(self, episode_id: int, question: str, db_path: str, runtime: Runtime | None) -> None:
+    @Slot(int, str, str, object, object)
+    def run_episode(
+        self,
+        episode_id: int,
+        question: str,
+        db_path: str,
+        runtime: Runtime | None,
+        parent: Thread | None = None,
+    ) -> None:
         """Run one episode on the model, or, with ``runtime``, on that runtime's own engine
-        (built here for this episode and closed after it; the model stays as it is)."""
+        (built here for this episode and closed after it; the model stays as it is).
+
+        ``parent``: the thread this question follows up (``core.agent.followup``); the model
+        still holds it when nothing ran since, so only the new turn is evaluated.
+        """
         cancel = threading.Event()
         own: Engine | None = None
         try:
@@ -302,7 +314,12 @@ class AgentWorker(QObject):
                 if episode_id <= self._cancel_upto:
                     cancel.set()
             last_yield = time.perf_counter()
-            for event in episode_fn(engine, db, question, cancel):
+            events = (
+                episode_fn(engine, db, question, cancel)
+                if parent is None
+                else episode_fn(engine, db, question, cancel, parent=parent)
+            )
+            for event in events:
                 self._push(EventItem(episode_id, event))
                 self.ui_idle.wait(0.25)
                 if time.perf_counter() - last_yield > GIL_SLICE_S:
@@ -351,14 +368,14 @@ class AgentRunner(QObject):
         items_ready(): the worker queued items; call ``drain()``.
         engine_state(str, str): forwarded from the worker.
         load_progress(int): forwarded from the worker (thousandths).
-        _run(int, str, str, object): internal, queued to the worker's ``run_episode``.
+        _run(int, str, str, object, object): internal, queued to the worker's ``run_episode``.
         _load(): internal, queued to the worker's ``load_engine``.
     """
 
     items_ready = Signal()
     engine_state = Signal(str, str)
     load_progress = Signal(int)
-    _run = Signal(int, str, str, object)
+    _run = Signal(int, str, str, object, object)
     _load = Signal()
 
     def __init__(
@@ -438,14 +455,16 @@ class AgentRunner(QObject):
         if self._sink is not None and items:
             self._sink(items)
 
-    def ask(self, question: str, db_path: Path, runtime: Runtime | None = None) -> int:
+    def ask(
+        self, question: str, db_path: Path, runtime: Runtime | None = None, parent: Thread | None = None
+    ) -> int:
         """Queue an episode; returns its id (items carry it).
 
         ``runtime``: another engine choice for this one episode (``core.runtime.resolve``, e.g.
-        the recording); the loaded model stays loaded.
+        the recording); the loaded model stays loaded.  ``parent``: the thread of a follow-up.
         """
         self._next_id += 1
-        self._run.emit(self._next_id, question, str(db_path), runtime)
+        self._run.emit(self._next_id, question, str(db_path), runtime, parent)
         return self._next_id
 
     def load_engine(self) -> None:

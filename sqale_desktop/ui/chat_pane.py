@@ -1,4 +1,11 @@
-"""The conversation with one database: episodes stacked in a scroll area, the question box below."""
+"""The conversation with one database: episodes stacked in a scroll area, the question box below.
+
+Follow-ups (issue 29): each finished answer offers *Follow up*; the composer then says that the
+next question continues that answer, with a one-click way back to a standalone question.  A
+follow-up that finishes becomes what the composer follows (the thread goes on); one that is
+stopped or fails leaves the composer on the answer it followed, so the thread stays usable.  The
+state is the pane's own: one tab's composer never continues another tab's thread.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +22,15 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core.agent.events import Episode, Event
+from sqale_desktop.core.agent.followup import Thread, ThreadError
 from sqale_desktop.ui.chat_widgets import RerunCard
 from sqale_desktop.ui.episode_view import EpisodeView
+
+PLACEHOLDER = "Ask a question…  (Enter asks, Shift+Enter for a new line)"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class QuestionBox(QPlainTextEdit):
@@ -94,7 +108,7 @@ class ChatPane(QWidget):
         layout.addWidget(self.scroll_area, 1)
 
         self.question = QuestionBox(self)
-        self.question.setPlaceholderText("Ask a question…  (Enter asks, Shift+Enter for a new line)")
+        self.question.setPlaceholderText(PLACEHOLDER)
         self.question.setFixedHeight(self.question.fontMetrics().lineSpacing() * 3 + 14)
         self.question.submitted.connect(self._submit)
         self.ask_button = QPushButton("Ask", self)
@@ -107,6 +121,19 @@ class ChatPane(QWidget):
         self.live = QLabel("", self)
         self.live.setObjectName("liveStatus")
         self.live.setWordWrap(True)  # a long reason must not widen the pane (or the window)
+        self.follow_bar = QWidget(self)
+        self.follow_bar.setObjectName("followUpBar")
+        follow_row = QHBoxLayout(self.follow_bar)
+        follow_row.setContentsMargins(0, 0, 0, 0)
+        self.follow_label = QLabel("", self.follow_bar)
+        self.follow_label.setObjectName("followUpLabel")
+        self.follow_label.setWordWrap(True)
+        self.standalone_button = QPushButton("New question", self.follow_bar)
+        self.standalone_button.setToolTip("Ask the next question on its own, not as a follow-up")
+        self.standalone_button.clicked.connect(self.standalone)
+        follow_row.addWidget(self.follow_label, 1)
+        follow_row.addWidget(self.standalone_button)
+        self.follow_bar.hide()
         row = QHBoxLayout()
         row.addWidget(self.question, 1)
         buttons = QVBoxLayout()
@@ -114,11 +141,15 @@ class ChatPane(QWidget):
         buttons.addWidget(self.stop_button)
         row.addLayout(buttons)
         layout.addWidget(self.live)
+        layout.addWidget(self.follow_bar)
         layout.addLayout(row)
 
         self.episodes: list[EpisodeView] = []
         self.reruns: list[RerunCard] = []
         self.current: EpisodeView | None = None
+        self.follow_up_of: EpisodeView | None = None
+        """The answer the next question continues (None: the next question is standalone)."""
+        self._asked_on: EpisodeView | None = None  # the answer the running episode follows up
         self._clock = QTimer(self)  # refreshes elapsed time while an episode runs
         self._clock.setInterval(250)
         self._clock.timeout.connect(self._tick)
@@ -134,6 +165,39 @@ class ChatPane(QWidget):
         if not text or self.current is not None or not self._ask_enabled:
             return
         self.ask_requested.emit(text)
+
+    def follow_up(self, view: EpisodeView) -> bool:
+        """Make the next question continue ``view``'s answer; False (and the reason shown) when
+        that answer cannot be continued."""
+        if view.episode is None:
+            return False
+        try:
+            Thread.of(view.episode)
+        except ThreadError as exc:
+            self.live.setText(str(exc))
+            return False
+        self.follow_up_of = view
+        self.follow_label.setText(f"↳ Follow-up to “{_short(view.question)}”: the next question continues it")
+        self.follow_bar.show()
+        self.question.setPlaceholderText("Ask a follow-up…  (Enter asks, Shift+Enter for a new line)")
+        self.question.setFocus()
+        return True
+
+    def standalone(self) -> None:
+        """The next question is asked on its own again."""
+        self.follow_up_of = None
+        self.follow_bar.hide()
+        self.question.setPlaceholderText(PLACEHOLDER)
+
+    def pending_follow_up(self) -> tuple[EpisodeView, Thread] | None:
+        """The answer the next question continues and its thread, or None for a standalone one."""
+        view = self.follow_up_of
+        if view is None or view.episode is None:
+            return None
+        try:
+            return view, Thread.of(view.episode)
+        except ThreadError:
+            return None
 
     def set_recording_available(self, available: bool) -> None:
         """Offer the recorded demo episode (on the demo database only)."""
@@ -177,6 +241,7 @@ class ChatPane(QWidget):
         self.placeholder.hide()
         self.suggestions.hide()
         view.reask_requested.connect(self.edit_question)
+        view.follow_up_requested.connect(lambda v=view: self.follow_up(v))
         view.open_in_editor.connect(self.open_in_editor)
         view.copy_requested.connect(self.copy_requested)
         view.chart_requested.connect(self.chart_requested)
@@ -203,11 +268,13 @@ class ChatPane(QWidget):
             widget.deleteLater()
         self.episodes.clear()
         self.reruns.clear()
+        self.standalone()
         self.placeholder.show()
 
     def begin(self, question: str, recording: bool = False) -> EpisodeView:
         """A new live episode: the pane is busy until ``end``."""
         view = self.add_episode(EpisodeView(question, self._content, recording=recording))
+        self._asked_on = None if recording else self.follow_up_of
         self.current = view
         self.question.clear()
         self.ask_button.setEnabled(False)
@@ -230,6 +297,9 @@ class ChatPane(QWidget):
         self._clock.stop()
         if view is not None and view.answer is None:
             view.finish(episode or Episode(question=view.question, db="", ended_by="error", error=error))
+        asked_on, self._asked_on = self._asked_on, None
+        if view is not None and asked_on is not None and view.follow_up_button is not None:
+            self.follow_up(view)  # the thread goes on from the newest answer
         self.stop_button.setEnabled(False)
         self.ask_button.setEnabled(self._ask_enabled)
         self.live.setText(f"Error: {error}" if error else "")

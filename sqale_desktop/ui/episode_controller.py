@@ -9,12 +9,14 @@ to the conversation history, and tells the window through signals, which only up
 from __future__ import annotations
 
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.core.history import fingerprint
 from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, Item
 from sqale_desktop.ui.database_page import DatabasePage
@@ -50,6 +52,8 @@ class EpisodeController(QObject):
         self.runner = runner
         self.history = history
         self._live: dict[int, _Live] = {}
+        # The history entry of each answer shown live, so a follow-up on it records its parent.
+        self._entries: weakref.WeakKeyDictionary[EpisodeView, int] = weakref.WeakKeyDictionary()
         runner.deliver_to(self.apply)
 
     @property
@@ -64,19 +68,31 @@ class EpisodeController(QObject):
         """Queue ``question`` for ``page``: the chat shows it, the history keeps it; its id.
 
         ``runtime``: the engine choice of this one episode (``None``: the model), e.g. the recording.
+        A question asked while the page's composer follows up an answer continues that answer's
+        thread: the page's own, so a tab never continues another tab's thread.
         """
         recording = runtime is not None and runtime.kind == "recording"
+        follow = page.chat.pending_follow_up() if runtime is None else None
+        parent_view, thread = follow if follow is not None else (None, None)
+        parent_entry = self._entries.get(parent_view) if parent_view is not None else None
         entry_id = None
         # A recording is kept too (it stays in its conversation after a restart); its engine names
         # it (ui.episodes.RECORDED_ENGINE), so that it comes back badged as a recording.
         if self.history is not None and page.conversation_id is not None:
             try:
-                entry_id = self.history.add_question(page.conversation_id, question)
+                entry_id = self.history.add_question(
+                    page.conversation_id,
+                    question,
+                    parent_entry_id=parent_entry,
+                    db_fingerprint=fingerprint(page.path),
+                )
             except Exception as exc:  # history trouble must not stop the question
                 log.warning("could not record the question: %s", exc)
         view = page.chat.begin(question, recording=recording)
-        episode_id = self.runner.ask(question, page.path, runtime)
+        episode_id = self.runner.ask(question, page.path, runtime, thread)
         self._live[episode_id] = _Live(page, view, entry_id, recording)
+        if entry_id is not None:
+            self._entries[view] = entry_id
         self.running_changed.emit()
         return episode_id
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from sqale_desktop.core.agent.events import (
@@ -37,6 +37,13 @@ from sqale_desktop.ui.chat_widgets import (
 
 LIVE_RATE_MIN_S = 0.25
 """Below this much streaming time a live rate is noise; the last turn's figure is shown instead."""
+
+
+FOLLOW_UP_TEXT = {
+    "continued": "follow-up: continued the thread",
+    "carried": "follow-up: earlier questions carried as text (the thread outgrew the context)",
+}
+"""What the answer card says of a follow-up's form (``core.agent.followup``)."""
 
 
 def budget_note(tokens: int, cut_by: CutBy) -> str:
@@ -100,8 +107,10 @@ class EpisodeView(QFrame):
         open_in_editor(str): SQL from the answer card, to edit and rerun.
         copy_requested(str): SQL to put on the clipboard.
         chart_requested(str): the answer's SQL, to run and show as a chart.
+        follow_up_requested(): the user wants the next question to continue this answer.
     """
 
+    follow_up_requested = Signal()
     reask_requested = Signal(str)
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
@@ -153,6 +162,7 @@ class EpisodeView(QFrame):
         self._layout.addWidget(self.progress)
         self.turns: dict[int, TurnView] = {}
         self.answer: AnswerCard | None = None
+        self.follow_up_button: QPushButton | None = None
         self.episode: Episode | None = None
         self.ended_by: str | None = None
         self.tool_turns_left: int | None = None
@@ -270,6 +280,8 @@ class EpisodeView(QFrame):
                 details.append(f"{count:,}{more} row{'' if count == 1 else 's'}")
         if episode.error:
             details.append(episode.error)
+        if episode.follow_up is not None:
+            details.insert(0, FOLLOW_UP_TEXT[episode.follow_up])
         if not self.recording:
             details.append(f"{self.tokens_per_second():.1f} tok/s")
         details.append(f"{self._elapsed:.1f} s")
@@ -283,6 +295,13 @@ class EpisodeView(QFrame):
         )
         self.answer = answer
         self._layout.addWidget(answer)
+        if not self.recording and episode.ended_by not in ("cancelled", "error") and episode.prompt:
+            self.follow_up_button = QPushButton("Follow up", self)
+            self.follow_up_button.setToolTip(
+                "Ask the next question as a follow-up that continues this answer"
+            )
+            self.follow_up_button.clicked.connect(self.follow_up_requested)
+            self._layout.addWidget(self.follow_up_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.refresh_progress()
 
     def _turn(self, turn: int, final: bool = False) -> TurnView:

@@ -21,6 +21,10 @@ SCRIPT = [
 ]
 
 
+class FakeView:
+    """A live episode's view, as the controller keeps it (it remembers each view's entry)."""
+
+
 class FakeChat:
     """What the controller asks of a page's chat, recorded."""
 
@@ -29,8 +33,11 @@ class FakeChat:
         self.events: list[Event] = []
         self.ended: list[tuple[Episode | None, str | None]] = []
 
+    def pending_follow_up(self) -> None:
+        return None  # every question here is standalone
+
     def begin(self, question: str, recording: bool = False) -> object:
-        self.current = object()
+        self.current = FakeView()
         return self.current
 
     def apply(self, events: list[Event]) -> None:
