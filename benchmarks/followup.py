@@ -1,0 +1,169 @@
+"""A follow-up question against a fresh one: evaluated tokens and time to the first streamed token.
+
+On a random-weight qwen35 GGUF (the 2B shape, Q4_K_M, as ``benchmarks/engine.py`` writes it;
+``--quick``: the small shape), at the token level: the weights are random, so what is measured is
+what the engine evaluates and how long that takes, never what the model says.  Every prompt is
+the app's own, built by the app's code: the trained standalone prompt
+(``AgentProtocol.prompt_head`` + the assistant opener) for a fresh question, and
+``core.agent.followup.open_follow_up`` (the loop's own call) for a follow-up.
+
+Steps, in one process, with the app's state store in a temporary folder:
+1. load, warm the system turn (``warm_up``: evaluated, saved to the store);
+2. a fresh question: two turns of ``--think`` tokens with a tool result between them, as an
+   episode grows; ``first_token_s`` from opening the session to the first streamed text;
+3. a follow-up on that thread (continued: the engine still holds it) and a fresh question right
+   after it, each timed the same way;
+4. a relaunch (a new engine on the same file, the system turn restored from the store) and a
+   follow-up on the stored thread's text: its token ids are not known to the new engine, so it
+   is evaluated again, which ``relaunch`` reports honestly.
+
+The JSON line (the last line printed): ``fresh`` / ``follow_up`` / ``fresh_after`` /
+``relaunch_follow_up``, each with ``first_token_s``, ``evaluated_tokens`` and ``new_tokens``
+(what the question added to its prompt); ``follow_up.evaluated_over_new`` is the issue's target
+(<= 1.02); ``form`` says how the follow-up was asked.
+
+    .venv/bin/python benchmarks/followup.py [--quick] [--model GGUF] [--think N] [--n-ctx N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from engine import benchmark_model  # the benchmark GGUFs, written once into the cache folder
+
+from sqale_desktop.core.agent.chat_template import assistant_opener
+from sqale_desktop.core.agent.followup import Thread, open_follow_up
+from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.base import EngineSession, SamplingParams
+from sqale_desktop.core.engines.llama.engine import LlamaEngine
+from sqale_desktop.core.engines.llama.session import LlamaSession
+
+SAMPLING = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, seed=0)
+TOOL_RESULT = (
+    "\n<|im_start|>user\nTool result: Album, Artist, Customer, Employee, Genre, Invoice, InvoiceLine, "
+    "MediaType, Playlist, PlaylistTrack, Track\n\n[5 tool turns left before you must answer]<|im_end|>\n"
+)
+
+
+def turn(session: EngineSession, tokens: int, started: float) -> float | None:
+    """Generate one turn; the seconds from ``started`` to its first streamed text (None: none)."""
+    first = None
+    for _ in session.generate(tokens, SAMPLING, threading.Event()):
+        if first is None:
+            first = time.perf_counter() - started
+    session.end_turn()
+    return first
+
+
+def question(
+    session: EngineSession, think: int, started: float, opener: str, turns: int = 2
+) -> dict[str, Any]:
+    """Run ``turns`` turns on a session just opened at ``started``; its figures."""
+    first = turn(session, think, started)
+    for _ in range(turns - 1):
+        session.append(TOOL_RESULT + opener)
+        turn(session, think, time.perf_counter())
+    stats = session.stats
+    return {
+        "first_token_s": round(first, 4) if first is not None else None,
+        "evaluated_tokens": stats.evaluated_tokens,
+        "reused_tokens": session.reused_tokens if isinstance(session, LlamaSession) else 0,
+        "prompt_tokens": stats.prompt_tokens,
+    }
+
+
+def fresh(
+    engine: LlamaEngine, protocol: AgentProtocol, opener: str, text: str, think: int
+) -> tuple[dict[str, Any], str]:
+    started = time.perf_counter()
+    session = engine.new_session(protocol.prompt_head(text) + opener)
+    figures = question(session, think, started, opener)
+    figures["new_tokens"] = figures["prompt_tokens"] - figures["reused_tokens"]
+    prompt = session.prompt_text
+    session.close()
+    return figures, prompt
+
+
+def follow_up(
+    engine: LlamaEngine, protocol: AgentProtocol, opener: str, thread: Thread, text: str, think: int
+) -> tuple[dict[str, Any], str]:
+    started = time.perf_counter()
+    start = open_follow_up(engine, protocol, opener, text, thread)
+    figures = question(start.session, think, started, opener)
+    figures["form"] = start.form
+    figures["thread_tokens"] = start.thread_tokens
+    figures["new_tokens"] = figures["prompt_tokens"] - start.thread_tokens
+    new = figures["new_tokens"]
+    figures["evaluated_over_new"] = round(figures["evaluated_tokens"] / new, 4) if new else None
+    prompt = start.session.prompt_text
+    start.session.close()
+    return figures, prompt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the small qwen35 shape, 16 tokens a turn")
+    parser.add_argument("--model", type=Path, default=None, help="another GGUF to measure")
+    parser.add_argument("--think", type=int, default=None, help="tokens generated per turn (default 64)")
+    parser.add_argument("--n-ctx", type=int, default=None, help="context (default 32,768; --quick 24,576)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: physical cores)")
+    args = parser.parse_args()
+    think = args.think if args.think is not None else (16 if args.quick else 64)
+    n_ctx = args.n_ctx or (24_576 if args.quick else 32_768)
+    model, label = benchmark_model(args.quick, args.model)
+    protocol = AgentProtocol()
+    with tempfile.TemporaryDirectory(prefix="sqale-followup-") as home:
+        os.environ["SQALE_DESKTOP_HOME"] = home  # the state store of this run only
+
+        def launch() -> tuple[LlamaEngine, dict[str, Any]]:
+            engine = LlamaEngine(model, n_ctx=n_ctx, n_threads=args.threads)
+            started = time.perf_counter()
+            engine.load()
+            loaded = time.perf_counter() - started
+            warm = engine.warm_up(protocol.prompt_head(""), threading.Event())
+            return engine, {"load_s": round(loaded, 3), "system_turn": warm.note}
+
+        engine, first_launch = launch()
+        opener = assistant_opener(engine.chat_template())
+        q1, q2, q3 = (
+            "Which artists have the most albums?",
+            "Only the top three?",
+            "How many genres are there?",
+        )
+        first, prompt = fresh(engine, protocol, opener, q1, think)
+        thread = Thread(prompt, (q1,), ("SELECT 1",))
+        followed, _ = follow_up(engine, protocol, opener, thread, q2, think)
+        after, _ = fresh(engine, protocol, opener, q3, think)
+        engine.close()
+        engine, relaunch = launch()
+        again, _ = follow_up(engine, protocol, opener, thread, q2, think)
+        engine.close()
+    print(
+        json.dumps(
+            {
+                "benchmark": "followup",
+                "model": label,
+                "quick": args.quick,
+                "n_ctx": n_ctx,
+                "think_tokens_per_turn": think,
+                "launch": first_launch,
+                "relaunch": relaunch,
+                "fresh": first,
+                "follow_up": followed,
+                "fresh_after": after,
+                "relaunch_follow_up": again,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
