@@ -29,7 +29,7 @@ from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.progress import ImportFailed
 from sqale_desktop.core.imports.text import TextTable
 from sqale_desktop.core.imports.typed import TypedTable
-from sqale_desktop.core.imports.types import ColumnGuess, convert_sql
+from sqale_desktop.core.imports.types import ColumnGuess, convert_sql, date_notes
 
 ROWS_PER_INSERT = 200  # rows per INSERT statement: measured fastest between 50 and 1,000
 MAX_COLUMNS = 2000  # SQLite's default SQLITE_MAX_COLUMN, which Python's sqlite3 is built with
@@ -153,8 +153,9 @@ class Builder:
         columns = []
         for i, (name, raw, guess) in enumerate(zip(column_names, table.headers, guesses, strict=True)):
             kind = guess.result()
-            columns.append(Column(name, raw, kind, convert_sql(f"c{i}", kind, guess.comma_seen)))
-        notes = list(table.notes)
+            sql = convert_sql(f"c{i}", kind, guess.comma_seen, guess.date_layout)
+            columns.append(Column(name, raw, kind, sql))
+        notes = list(table.notes) + date_notes(column_names, guesses)
         if short:
             notes.append(f"{short:,} row(s) had fewer fields than the header: the missing cells are NULL")
         if rows == 0:

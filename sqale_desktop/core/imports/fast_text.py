@@ -44,7 +44,7 @@ from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.imports import arrow_writer, names, text
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
 from sqale_desktop.core.imports.progress import Meter
-from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess
+from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess, date_notes, iso_dates_arrow
 
 UTF8_CODECS = ("utf-8", "utf-8-sig")  # what Arrow reads itself (it skips a UTF-8 BOM)
 TRANSCODE_BYTES = 4 * 1024 * 1024  # a block of a file in another codec, written again as UTF-8
@@ -173,6 +173,7 @@ def _write_utf8(readable: _Utf8Text, target: Path, table_name: str, source: str,
                 os.unlink(target)
         raise
     staged.rows = rows
+    staged.notes += date_notes([c.name for c in staged.columns], guesses)
     if rows == 0:
         staged.notes.append("the file has a header but no rows")
     return staged
@@ -348,6 +349,8 @@ def _convert(batch: Any, kinds: list[str], guesses: list[ColumnGuess]) -> list[A
             out.append(pc.cast(cells, pa.float64()))
         elif kind == BOOLEAN:
             out.append(pc.cast(pc.equal(pc.utf8_lower(column), "true"), pa.int64()))
+        elif guess.date_layout is not None:
+            out.append(iso_dates_arrow(column, guess.date_layout))
         else:
             out.append(column)
     return out

@@ -6,6 +6,16 @@ written.  So ZIP codes and IDs with a leading zero (``01``, ``007``) are never n
 too large for SQLite's 64 bits stay exact as text, and dates stay ISO-8601 text (the form the SQaLe
 training schemas use), declared DATE/DATETIME/TIME so the model knows what they hold.
 
+Dates written day-first or month-first (``20.01.1979``, ``11/13/2024``, ``13-11-2024``) become
+ISO-8601 text too, so that ``ORDER BY``, ``BETWEEN`` and ``strftime`` work on them; but only where
+the column itself says which layout it uses: one cell whose first part is above 12 makes the whole
+column day-first, one whose second part is, month-first.  A column where every part could be either
+(``03/04/2024``: March or April?) stays text, as written, and the import's note says why; so does a
+column of two-digit years (``01-01-13``): which century, and even which part is the year, would be
+a guess (Excel, Python's ``%y`` and the locales pivot differently), and a wrong date is worse than
+text the user can convert knowingly.  One column may mix ``.``, ``/`` and ``-``; a part may have
+one digit or two; the year has four.
+
 Checking each cell in Python would cost more than the whole rest of an import, so a batch of one
 column is joined with line breaks and matched by one compiled pattern (``(?:X)(?:\\n(?:X))*``), in C.
 A cell with a line break in it is text anyway, and it is caught by counting the breaks.
@@ -24,6 +34,10 @@ DATE = "DATE"
 DATETIME = "DATETIME"
 TIME = "TIME"
 TEXT = "TEXT"
+# Internal candidates: dates in another layout, declared DATE once converted (see the docstring).
+DAY_FIRST = "DATE day-first"
+MONTH_FIRST = "DATE month-first"
+SHORT_YEAR = "DATE two-digit year"
 
 _INT = r"-?(?:0|[1-9][0-9]{0,18})"
 _EXP = r"(?:[eE][-+]?[0-9]{1,3})"
@@ -34,6 +48,21 @@ _BOOL = r"(?i:true|false)"
 _DATE = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
 _CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?"
 _DATETIME = rf"{_DATE}(?:[T ]{_CLOCK}(?:Z|[+-][0-9]{{2}}:?[0-9]{{2}})?)?"
+_DAY = r"(?:0?[1-9]|[12][0-9]|3[01])"
+_MONTH = r"(?:0?[1-9]|1[0-2])"
+_SEPARATORS = (r"\.", "/", "-")
+
+
+def _layouts(first: str, second: str, year: str) -> str:
+    """The date form ``first``, ``second``, ``year`` with one separator (RE2 has no backreference)."""
+    return "|".join(f"{first}{sep}{second}{sep}{year}" for sep in _SEPARATORS)
+
+
+_DAY_FIRST = _layouts(_DAY, _MONTH, "[0-9]{4}")
+_MONTH_FIRST = _layouts(_MONTH, _DAY, "[0-9]{4}")
+_SHORT_YEAR = _layouts("[0-9]{1,2}", "[0-9]{1,2}", "[0-9]{2}")
+# The parts of a day- or month-first date, for its conversion to ISO in Arrow.
+_DATE_PARTS = r"^(?P<a>[0-9]{1,2})[./-](?P<b>[0-9]{1,2})[./-](?P<y>[0-9]{4})$"
 
 
 def _lines(atom: str) -> re.Pattern[str]:
@@ -47,6 +76,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     DATE: _lines(_DATE),
     DATETIME: _lines(_DATETIME),
     TIME: _lines(_CLOCK),
+    DAY_FIRST: _lines(_DAY_FIRST),
+    MONTH_FIRST: _lines(_MONTH_FIRST),
+    SHORT_YEAR: _lines(_SHORT_YEAR),
 }
 _REAL_COMMA_PATTERN = _lines(_REAL_COMMA)
 # The same forms for one cell at a time (RE2 syntax, which these patterns share with ``re``).
@@ -57,6 +89,9 @@ _ANCHORED = {
     DATE: f"^(?:{_DATE})$",
     DATETIME: f"^(?:{_DATETIME})$",
     TIME: f"^(?:{_CLOCK})$",
+    DAY_FIRST: f"^(?:{_DAY_FIRST})$",
+    MONTH_FIRST: f"^(?:{_MONTH_FIRST})$",
+    SHORT_YEAR: f"^(?:{_SHORT_YEAR})$",
 }
 _ANCHORED_REAL_COMMA = f"^(?:{_REAL_COMMA})$"
 _NINETEEN_DIGITS = re.compile(r"(?m)^-?[0-9]{19}$")
@@ -73,7 +108,7 @@ class ColumnGuess:
 
     def __init__(self, decimal_comma: bool = False) -> None:
         self.decimal_comma = decimal_comma
-        self.candidates = [INTEGER, REAL, BOOLEAN, DATE, DATETIME, TIME]
+        self.candidates = [INTEGER, REAL, BOOLEAN, DATE, DATETIME, TIME, DAY_FIRST, MONTH_FIRST, SHORT_YEAR]
         self.seen_value = False
         self.comma_seen = False
 
@@ -162,10 +197,42 @@ class ColumnGuess:
         self.candidates = kept
 
     def result(self) -> str:
-        """The declared type: the narrowest one every cell fits, TEXT when none or no value."""
+        """The declared type: the narrowest one every cell fits, TEXT when none or no value.
+
+        Dates in another layout are DATE when exactly one layout fits (:attr:`date_layout`)."""
         if not self.seen_value or not self.candidates:
             return TEXT
-        return self.candidates[0]
+        first = self.candidates[0]
+        if first in (DAY_FIRST, MONTH_FIRST, SHORT_YEAR):
+            return DATE if self.date_layout is not None else TEXT
+        return first
+
+    @property
+    def date_layout(self) -> str | None:
+        """DAY_FIRST or MONTH_FIRST: the one layout every cell of a date column has, whose cells
+        the conversion turns into ISO-8601; None for any other column (ISO dates included)."""
+        if not self.seen_value:
+            return None
+        layouts = [kind for kind in self.candidates if kind in (DAY_FIRST, MONTH_FIRST)]
+        if len(layouts) != 1 or self.candidates[0] != layouts[0]:
+            return None
+        return layouts[0]
+
+    def note(self) -> str | None:
+        """Why a column of dates stays text, for the import's note; None when it does not."""
+        if not self.seen_value or not self.candidates or self.result() != TEXT:
+            return None
+        if self.candidates[0] == SHORT_YEAR:
+            return (
+                "its dates have two-digit years, so it is kept as text (the century, and which part "
+                "is the year, would be a guess)"
+            )
+        if self.candidates[0] == DAY_FIRST:  # both layouts fit: no part above 12
+            return (
+                "its dates could be day-first or month-first (no day is above 12), so it is kept "
+                "as text; written as YYYY-MM-DD they would be read as dates"
+            )
+        return None
 
 
 def every_search(cells: Any, pattern: str) -> bool:
@@ -203,6 +270,8 @@ def _every_arrow(kind: str, cells: Any, longest: int) -> bool:
         zero = pc.and_(pc.starts_with(cells, "0"), pc.greater(length, 1))
         minus_zero = pc.and_(pc.starts_with(cells, "-0"), pc.greater(length, 2))
         return not (some(zero) or some(minus_zero))
+    if kind in (DAY_FIRST, MONTH_FIRST, SHORT_YEAR) and longest > (8 if kind == SHORT_YEAR else 10):
+        return False  # longer than "dd.mm.yyyy": the pattern need not look
     if kind == REAL and not casts(pa.float64()):
         return False  # a quick no; a yes needs the pattern (no cheaper test of its form was found)
     if kind == DATE and pc.min(pc.utf8_length(cells)).as_py() == 10 == longest and casts(pa.date32()):
@@ -210,16 +279,41 @@ def _every_arrow(kind: str, cells: Any, longest: int) -> bool:
     return bool(pc.all(pc.match_substring_regex(cells, _ANCHORED[kind])).as_py())
 
 
+def date_notes(names: Sequence[str], guesses: Sequence[ColumnGuess]) -> list[str]:
+    """The import's notes on the date columns of one table that stay text (both paths add them)."""
+    return [
+        f"column {name!r}: {note}"
+        for name, guess in zip(names, guesses, strict=False)
+        if (note := guess.note())
+    ]
+
+
+def iso_dates_arrow(cells: Any, layout: str) -> Any:
+    """The Arrow string array of ``layout`` dates (DAY_FIRST, MONTH_FIRST) as ISO-8601 text:
+    :func:`convert_sql`'s rule for the fast CSV path."""
+    import pyarrow.compute as pc
+
+    parts = pc.extract_regex(cells, _DATE_PARTS)
+    first = pc.utf8_lpad(pc.struct_field(parts, [0]), width=2, padding="0")
+    second = pc.utf8_lpad(pc.struct_field(parts, [1]), width=2, padding="0")
+    day, month = (first, second) if layout == DAY_FIRST else (second, first)
+    return pc.binary_join_element_wise(pc.struct_field(parts, [2]), month, day, "-")
+
+
 def _fits_int64(joined: str) -> bool:
     return all(abs(int(m.group())) <= _INT64_MAX for m in _NINETEEN_DIGITS.finditer(joined))
 
 
-def convert_sql(column: str, kind: str, comma: bool) -> str:
-    """The SQL expression that turns the staged text ``column`` (quoted) into a ``kind`` value.
+def convert_sql(column: str, kind: str, comma: bool, date_layout: str | None = None) -> str:
+    """The SQL expression that turns the staged text ``column`` (quoted) into a ``kind`` value;
+    ``date_layout`` (:attr:`ColumnGuess.date_layout`) says a DATE column's cells are day-first or
+    month-first dates to rewrite as ISO-8601.
 
     Empty cells are NULL whatever the type.
     """
     cell = f"NULLIF({column}, '')"
+    if date_layout is not None:
+        return _iso_date_sql(cell, date_layout == DAY_FIRST)
     if kind == INTEGER:
         return f"CAST({cell} AS INTEGER)"
     if kind == REAL:
@@ -227,3 +321,17 @@ def convert_sql(column: str, kind: str, comma: bool) -> str:
     if kind == BOOLEAN:
         return f"CASE lower({column}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END"
     return cell
+
+
+def _iso_date_sql(cell: str, day_first: bool) -> str:
+    """``cell`` (``d.m.yyyy``, ``m/d/yyyy``…, one or two digits a part) as ``yyyy-mm-dd``.
+
+    ``CAST('20/01/1979' AS INTEGER)`` reads the leading number (20), so each part is a cast of
+    what follows the previous separator."""
+    slashed = f"replace(replace({cell}, '.', '/'), '-', '/')"
+    rest = f"substr({slashed}, instr({slashed}, '/') + 1)"
+    first = f"CAST({slashed} AS INTEGER)"
+    second = f"CAST({rest} AS INTEGER)"
+    year = f"substr({rest}, instr({rest}, '/') + 1)"
+    day, month = (first, second) if day_first else (second, first)
+    return f"CASE WHEN {cell} IS NULL THEN NULL ELSE printf('%s-%02d-%02d', {year}, {month}, {day}) END"

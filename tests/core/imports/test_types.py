@@ -87,6 +87,7 @@ def test_the_arrow_guess_is_the_same_guess(cells: list[str | None], comma: bool)
         st.one_of(
             st.from_regex(r"-?[0-9]{1,20}(\.[0-9]{0,3})?", fullmatch=True),
             st.from_regex(r"[-+ ]?(0x)?[0-9]{0,3}[.,]?[0-9]{0,3}([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+            st.from_regex(r"[0-9]{1,3}[./-][0-9]{1,3}[./-][0-9]{1,5}", fullmatch=True),  # dates, or not
             st.sampled_from(
                 [
                     *("", "true", "TRUE", "2024-02-30", "2024-02-29", "0000-01-01", "2024-1-05", "12:61"),
