@@ -230,10 +230,11 @@ class SqlPanel(QWidget):
 
     def _finished(self, ran: Ran) -> None:
         model = self.result_tab.show_result(ran)
+        seconds = ran.elapsed()  # Run to the grid laid out: what the person waited
         model.resort_requested.connect(self._resort)
-        model.rows_loaded.connect(lambda _n: self._describe(model, ran.seconds))
+        model.rows_loaded.connect(lambda _n: self._describe(model, seconds))
         model.rows_loaded.connect(lambda _n: self._view_changed())
-        self._describe(model, ran.seconds)
+        self._describe(model, seconds)
         self._set_export_enabled(bool(model.columns))
         if self._chart_next:
             self._chart_next = False
@@ -242,7 +243,7 @@ class SqlPanel(QWidget):
         self.query_finished.emit(model)
         if ran.by_user:
             rows = model.rowCount() if model.complete else None
-            self.user_ran.emit(ran.sql, rows, None, round(ran.seconds * 1000))
+            self.user_ran.emit(ran.sql, rows, None, round(seconds * 1000))
 
     def _describe(self, model: ResultTableModel, seconds: float) -> None:
         rows = model.rowCount()

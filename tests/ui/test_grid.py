@@ -357,3 +357,70 @@ def test_export_with_a_filter_on_asks_which_rows(
     with qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker:
         qtbot.mouseClick(panel.json_button, Qt.MouseButton.LeftButton)
     assert blocker.args == [str(tmp_path / "all.json"), 25]
+
+
+# -- wide results (issue 32 item 10) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def wide(tmp_path: Path) -> Path:
+    """1,000 columns x 50 rows: a short number, a long text every 7th column, NULL every 11th."""
+    path = tmp_path / "wide.sqlite"
+    conn = sqlite3.connect(path)
+    names = [f"c{c:04d}_{'a_much_longer_header_name' if c % 5 == 0 else 'x'}" for c in range(1000)]
+    conn.execute(f"CREATE TABLE wide ({', '.join(names)})")
+    rows = [
+        tuple(None if c % 11 == 0 else (f"long text {r} " * 4 if c % 7 == 0 else r) for c in range(1000))
+        for r in range(50)
+    ]
+    conn.executemany(f"INSERT INTO wide VALUES ({', '.join('?' * 1000)})", rows)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _run_by_click(qtbot: Any, panel: SqlPanel, sql: str) -> None:
+    panel.editor.set_sql(sql)
+    with qtbot.waitSignal(panel.query_finished, timeout=60_000):
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+
+
+def test_a_thousand_columns_are_sized_to_their_headers_and_cells(qtbot: Any, wide: Path) -> None:
+    with shown_panel(qtbot, wide, size=(1200, 700)) as panel:
+        _run_by_click(qtbot, panel, "SELECT * FROM wide")
+        grid = panel.grid
+        header = grid.horizontalHeader()
+        assert header.count() == 1000
+        cells = grid.fontMetrics()
+        for column in range(1000):
+            width = header.sectionSize(column)
+            assert width >= min(header.sectionSizeHint(column), 320), column  # header not clipped
+            text = str(grid.model().index(0, column).data())
+            assert width >= min(cells.horizontalAdvance(text), 320), column
+        # A long text column is wider than a number's, and none passes the cap.
+        assert header.sectionSize(7) > header.sectionSize(1)
+        assert max(header.sectionSize(c) for c in range(1000)) <= 320
+
+
+def test_the_reported_time_includes_showing_the_grid(
+    qtbot: Any, wide: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message said "54 rows · 47 ms" and the grid came 4 s later: the figure is Run to the
+    grid shown.  Here sizing the columns is made to take at least 400 ms, and the figure says so."""
+    import time
+
+    from sqale_desktop.ui.result_grid import ResultGrid
+
+    fit = ResultGrid.fit_columns
+
+    def slow_fit(self: ResultGrid, max_width: int = 320) -> None:
+        time.sleep(0.4)
+        fit(self, max_width)
+
+    monkeypatch.setattr(ResultGrid, "fit_columns", slow_fit)
+    with shown_panel(qtbot, wide) as panel:
+        _run_by_click(qtbot, panel, "SELECT * FROM wide")
+        shown = panel.message.text()
+        assert shown.startswith("50 rows")
+        milliseconds = int(shown.rsplit("·", 1)[1].strip().removesuffix("ms").strip().replace(",", ""))
+        assert milliseconds >= 400
