@@ -15,8 +15,9 @@ out, and a gold query that needs it gets an error naming it.
 
 The source's expressions are never evaluated unguarded: ``CHECK`` constraints not at all (the rows
 were checked when they were written), and what the copy must evaluate (stored generated columns,
-expression and partial indexes, a virtual table's module) runs in a child process under the time
-limit and Stop (``build_reduced``, ``reduce_child``).
+expression and partial indexes, a virtual table's module, a ``DEFAULT`` on ``ON CONFLICT REPLACE``)
+runs in a child process under the time limit and Stop: every build does (``build_reduced``,
+``reduce_child``).
 
 Distractors are chosen as the model card describes the training sampler: grown from the gold
 tables along foreign keys (breadth first, each ring in random order) until K are added, then filled
@@ -27,24 +28,20 @@ nothing away.  Choices are seeded per question, so a resumed run builds the same
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-import queue
 import random
 import re
 import sqlite3
-import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqale_desktop.core.errors import KnownError
-from sqale_desktop.core.eval import reduce_child, sql_facts
+from sqale_desktop.core.eval import sql_facts
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token
@@ -53,10 +50,8 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_DISTRACTORS = 32
 DEFAULT_BUILD_TIME_LIMIT_S = 30.0  # per statement of a build, as the scorer's default query limit
-KILL_GRACE_S = 1.0  # past a step's limit, the progress handler had this long to end it itself
 CHILD_START_S = 120.0
 CHILD_MODULE = "sqale_desktop.core.eval.reduce_child"
-_POLL_S = 0.05
 ConditionKind = Literal["gold", "distractors", "full"]
 
 
@@ -397,12 +392,12 @@ def build_reduced(
     """Write ``tables`` (in this order) of the source into a new file ``target``, atomically.
 
     Each statement (a table's copy, an index) runs under ``time_limit_s`` and stops on ``cancel``.
-    Where a copied object evaluates the source's own expressions (``SourceSchema.expressions``),
-    the build runs in a child process (``reduce_child``) that is killed when a statement outlives
-    the limit by ``KILL_GRACE_S`` or on ``cancel``: one SQLite C call (a ``printf`` or ``trim``
-    bomb in an index expression) is deaf to the progress handler.  Otherwise nothing of the
-    source is evaluated and it runs here, with the same progress-handler deadline.  A distractor
-    that cannot be copied is left out (and logged); a gold table that cannot is an error.
+    The build always runs in a child process (``reduce_child``, started by ``core.child``), killed
+    when a statement outlives the limit by the kit's grace or at once on ``cancel``: one SQLite C
+    call (a ``printf`` or ``trim`` bomb in an index expression, a ``DEFAULT`` evaluated on
+    ``ON CONFLICT REPLACE``) is deaf to the progress handler, and a schema need not look dangerous
+    to be so.  A distractor that cannot be copied is left out (and logged); a gold table that cannot
+    is an error.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, scratch = tempfile.mkstemp(prefix=".reduce-", suffix=".sqlite", dir=target.parent)
@@ -416,20 +411,16 @@ def build_reduced(
             ddl = strip_references(ddl, kept)
         plan_tables.append({"name": table, "ddl": ddl, "required": table in gold})
     plan: dict[str, Any] = {
-        "source": str(source),
+        "source": os.path.abspath(source),  # the child runs in a folder of its own
         "immutable": immutable,
-        "target": scratch,
+        "target": os.path.abspath(scratch),
         "time_limit_s": time_limit_s,
         "tables": plan_tables,
         "indexes": [{"table": t, "name": n, "sql": sql} for t, n, sql in schema.indexes if t.lower() in kept],
         "collations": schema.collations,
     }
     try:
-        if schema.expressions & set(tables):
-            messages = _build_in_child(plan, time_limit_s, cancel, on_step)
-        else:
-            messages = _build_here(plan, cancel, on_step)
-        for message in messages:
+        for message in _build_in_child(plan, time_limit_s, cancel, on_step):
             if "skipped" in message:
                 left_out, reason = message["skipped"], message["reason"]
                 _log.warning("%s: %s left out of %s: %s", source.name, left_out, target.name, reason)
@@ -439,126 +430,51 @@ def build_reduced(
             os.unlink(scratch)
 
 
-def _build_here(
-    plan: dict[str, Any], cancel: threading.Event | None, on_step: Callable[[str], None] | None
-) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-
-    def say(message: dict[str, Any]) -> None:
-        if message.get("alive"):
-            return  # the deadline lives in the builder here; nothing to pass on
-        messages.append(message)
-        if "step" in message and on_step is not None:
-            on_step(str(message["step"]))
-
-    try:
-        reduce_child.build(plan, say, cancel=cancel)
-    except (reduce_child.BuildFailed, sqlite3.Error) as exc:
-        if cancel is not None and cancel.is_set():
-            raise ConditionError("building the reduced database was cancelled") from None
-        raise ConditionError(f"cannot build the reduced database: {exc}") from None
-    return messages
-
-
 def _build_in_child(
     plan: dict[str, Any],
     time_limit_s: float,
     cancel: threading.Event | None,
     on_step: Callable[[str], None] | None,
 ) -> list[dict[str, Any]]:
-    """Run ``reduce_child`` on ``plan``; kill it past a step's limit (plus grace) or on ``cancel``."""
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors:
-        return _run_child(plan, time_limit_s, cancel, on_step, errors)
+    """Run ``reduce_child`` on ``plan`` (``core.child``): killed past a step's limit plus the kit's
+    grace, or at once on ``cancel``; its ``note`` messages (tables left out) come back."""
+    from sqale_desktop.core import child
 
+    notes: list[dict[str, Any]] = []
+    steps: list[str] = []
 
-def _run_child(
-    plan: dict[str, Any],
-    time_limit_s: float,
-    cancel: threading.Event | None,
-    on_step: Callable[[str], None] | None,
-    errors: IO[str],
-) -> list[dict[str, Any]]:
-    from sqale_desktop.core.models.convert.child import child_command, child_env
+    def heard(message: child.Message) -> None:
+        if message.kind == "step":
+            steps.append(str(message.data["step"]))
+            if on_step is not None:
+                on_step(steps[-1])
+        elif message.kind == "note":
+            notes.append(dict(message.data))
 
-    process = subprocess.Popen(
-        child_command(CHILD_MODULE),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errors,  # a file, not a pipe: a chatty child can never block on a full pipe
-        env=child_env(),
-        text=True,
-        encoding="utf-8",
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read(stream: IO[str]) -> None:
-        for line in stream:
-            lines.put(line)
-        lines.put(None)
-
-    reader = threading.Thread(target=read, args=(process.stdout,), name="reduce-child", daemon=True)
-    reader.start()
-    messages: list[dict[str, Any]] = []
     try:
-        assert process.stdin is not None
-        try:
-            process.stdin.write(json.dumps(plan))
-            process.stdin.close()
-        except BrokenPipeError:
-            pass  # the child died at start: its exit status and stderr say why, below
-        # Starting the child (an interpreter and the core's imports) is not a statement: on a busy
-        # computer it alone can take longer than a short time limit.
-        deadline = time.monotonic() + CHILD_START_S
-        step = ""
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise ConditionError("building the reduced database was cancelled")
-            if time.monotonic() > deadline and not step:
-                raise ConditionError(
-                    f"cannot build the reduced database: its process did not start within {CHILD_START_S:g} s"
-                )
-            if time.monotonic() > deadline:
-                raise ConditionError(
-                    f"cannot build the reduced database: the {step} ran past the {time_limit_s:g} s "
-                    "time limit"
-                )
-            try:
-                line = lines.get(timeout=_POLL_S)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue  # not the protocol's (a library's stray print): not ours to read
-            if message.get("alive"):
-                deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
-                continue
-            messages.append(message)
-            if "step" in message:
-                step = str(message["step"])
-                deadline = time.monotonic() + time_limit_s + KILL_GRACE_S
-                if on_step is not None:
-                    on_step(step)
-            elif "error" in message:
-                raise ConditionError(f"cannot build the reduced database: {message['error']}")
-        process.wait()
-        if process.returncode != 0 or not any(m.get("done") for m in messages):
-            errors.seek(0)
-            detail = errors.read().strip().splitlines()
+        child.run(
+            CHILD_MODULE,
+            plan,
+            what="the reduced database's builder",
+            cancel=cancel,
+            on_message=heard,
+            start_s=CHILD_START_S,
+            step_s=time_limit_s,
+        )
+    except child.ChildStopped:
+        raise ConditionError("building the reduced database was cancelled") from None
+    except child.ChildTimedOut as exc:
+        if "did not start" in str(exc):
             raise ConditionError(
-                f"cannot build the reduced database: the builder process failed ({process.returncode})"
-                + (f": {detail[-1]}" if detail else "")
-            )
-        return messages
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        reader.join()
-        if process.stdout is not None:
-            process.stdout.close()
+                f"cannot build the reduced database: its process did not start within {CHILD_START_S:g} s"
+            ) from None
+        raise ConditionError(
+            f"cannot build the reduced database: the {steps[-1] if steps else 'build'} ran past the "
+            f"{time_limit_s:g} s time limit"
+        ) from None
+    except (child.ChildDied, child.ChildFailed) as exc:
+        raise ConditionError(f"cannot build the reduced database: {exc}") from None
+    return notes
 
 
 def strip_references(ddl: str, kept: Iterable[str]) -> str:

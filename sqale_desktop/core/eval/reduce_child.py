@@ -12,24 +12,22 @@ The source is opened by the core's read-only path (``core.db.opening.connect_rea
 or ``immutable=1``, no ATTACH, ``trusted_schema`` off); rows travel through Python with their exact
 storage class and bytes (text as raw bytes cast back to text, so invalid UTF-8 survives as it is).
 
-Protocol: the plan is one JSON object on stdin (see :func:`build`); each step is announced as a
-JSON line ``{"step": ...}`` on stdout before it runs (the parent restarts its deadline there, and
-again at each ``{"alive": true}``, sent after every batch of rows copied), a
-table left out as ``{"skipped": name, "reason": ...}``, and the end as ``{"done": true}`` or
-``{"error": message}`` (exit status 1).
+Protocol (``core.child``'s messages): the plan is the child's (see :func:`build`); each step is
+announced as a ``step`` message before it runs (the parent restarts its deadline there, and again
+at each ``alive``, sent after every batch of rows copied), a table left out as a ``note``
+``{"skipped": name, "reason": ...}``, and the end as ``done`` or ``error``.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core import child
 from sqale_desktop.core.db.opening import connect_readonly
 from sqale_desktop.core.errors import KnownError
 
@@ -46,19 +44,20 @@ class BuildFailed(KnownError):
 def child_main(argv: Sequence[str]) -> int:
     """The child's entry (``--child-module sqale_desktop.core.eval.reduce_child``): plan on stdin."""
     del argv  # everything comes in the plan
-    plan = json.loads(sys.stdin.read())
+    return child.serve(_serve)
 
+
+def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
     def say(message: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(message) + "\n")
-        sys.stdout.flush()
+        if "step" in message:
+            endpoint.say("step", step=message["step"])
+        elif message.get("alive"):
+            endpoint.say("alive")
+        else:
+            endpoint.say("note", **message)
 
-    try:
-        build(plan, say)
-    except BuildFailed as exc:
-        say({"error": str(exc)})
-        return 1
-    say({"done": True})
-    return 0
+    build(plan, say)
+    return {}
 
 
 def build(

@@ -214,3 +214,31 @@ def test_a_collation_sqlite_lacks_does_not_stop_the_copy(tmp_path: Path) -> None
         source, "SELECT * FROM notetypes", Condition("gold"), seed=0, question_key="q", cache=tmp_path
     )
     assert "notetypes" in _tables(path)
+
+
+def test_a_default_evaluated_on_conflict_replace_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
+    """``NOT NULL ON CONFLICT REPLACE DEFAULT (<bomb>)``: copying a NULL evaluates the default, in one
+    C call. Nothing in the schema looks like an expression index or a generated column, and every
+    build runs in the child all the same."""
+    path = tmp_path / "default.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?, NULL)", [(i,) for i in range(10)])
+    conn.commit()
+    bomb = "length(trim(printf('%.1000000c', 'a'), printf('%.99999c', 'b') || 'a'))"
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute(
+        "UPDATE sqlite_master SET sql = ? WHERE name = 't'",
+        (
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, "
+            f"v INTEGER NOT NULL ON CONFLICT REPLACE DEFAULT ({bomb}))",
+        ),
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(ConditionError, match=r"table t ran past the 0\.5 s time limit"):
+        prepare_database(
+            path, "SELECT id FROM t", Condition("gold"), seed=0, question_key="q", cache=tmp_path / "c",
+            time_limit_s=0.5,
+        )  # fmt: skip
+    assert not list((tmp_path / "c").iterdir())

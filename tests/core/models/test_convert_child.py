@@ -1,13 +1,19 @@
-"""The converter's child processes start through the app's entry point, frozen or not."""
+"""Child processes (core.child) start through the app's entry point, frozen or not; the kit's
+supervisor reports a child's death in words and applies the memory cap."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.models.convert import child
+from sqale_desktop.core.child import launch as child
+from sqale_desktop.core.child import supervise
+from sqale_desktop.core.models.convert.errors import VerificationFailed
+from sqale_desktop.core.models.convert.verify import verify_gguf
 
 
 def test_from_a_checkout_the_child_is_python_m_sqale_desktop() -> None:
@@ -45,14 +51,43 @@ def test_only_the_converter_steps_can_be_started() -> None:
 
 
 def test_the_child_route_runs_a_real_step_and_reports_failure() -> None:
-    """verify's child on a file that is not a GGUF: a non-zero exit, through the hidden flag."""
+    """verify's child on a file that is not a GGUF: an error message, through the hidden flag."""
+    with pytest.raises(VerificationFailed, match="does not load or generate") as caught:
+        verify_gguf(Path("/nonexistent.gguf"), n_tokens=1, timeout_s=120)
+    assert "usage:" not in str(caught.value)  # reached the step, not argparse
+
+
+def test_the_memory_cap_travels_to_the_child_and_is_applied_there() -> None:
+    """RLIMIT_AS from MEMORY_ENV, set by run_child before the module is imported."""
+    script = (
+        "import resource, sys\n"
+        "from sqale_desktop.core.child import launch\n"
+        "launch.apply_memory_cap(int(sys.argv[1]))\n"
+        "print(resource.getrlimit(resource.RLIMIT_AS)[0])\n"
+        "try:\n    bytearray(800 * 1024 * 1024)\nexcept MemoryError:\n    print('MemoryError')\n"
+    )
+    env = child.child_env(memory_mb=300)
+    assert env[child.MEMORY_ENV] == "300"
     done = subprocess.run(
-        [*child.child_command("sqale_desktop.core.models.convert.verify", "/nonexistent.gguf", "1")],
+        [sys.executable, "-c", script, "300"],
         capture_output=True,
         text=True,
         timeout=120,
-        check=False,
-        env=child.child_env(),
+        env=env,
+        check=True,
     )
-    assert done.returncode != 0
-    assert "usage:" not in done.stderr  # reached the step, not argparse
+    assert done.stdout.split() == [str(300 * 1024 * 1024), "MemoryError"]
+    assert child.MEMORY_ENV not in child.child_env()
+
+
+def test_a_child_past_its_deadline_is_killed_and_named(tmp_path: Path) -> None:
+    """A hang that never answers (a driver stand-in that does not exist here: the probe's child
+    waits on nothing) is the caller's deadline, in words, and its temp folder is removed."""
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)  # opening a FIFO nobody writes blocks the child forever, in one C call
+    with pytest.raises(supervise.ChildTimedOut, match=r"the stand-in ran past its 2 s time limit"):
+        supervise.run(
+            "sqale_desktop.core.engines.llama.gpu_probe", {"library": str(fifo)}, what="the stand-in",
+            total_s=2.0, memory_mb=None, temp_parent=tmp_path,
+        )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["never"]

@@ -1,24 +1,22 @@
 """Quantize a GGUF with llama.cpp's own quantizer, in a child process.
 
 ``llama_model_quantize`` is one blocking C call (about a minute for the 2B model): running it in
-a child process is what makes it cancellable (the child is terminated) and keeps a crash in
-native code from taking the app down.  The child's log lines ``[  i/  n] name ...`` give progress.
-
-The child runs ``child_main([IN, OUT, TYPE, THREADS])`` (started as ``sqale-desktop --child-module
-sqale_desktop.core.models.convert.quantize ...``, see ``child.py``).
+a child process (``core.child``) is what makes it cancellable (the child is killed on Stop) and
+keeps a crash in native code from taking the app down.  The child's log lines ``[  i/  n] name
+...`` on stderr give progress.  The plan (input, output, type, threads) goes to the child's stdin.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from sqale_desktop.core.models.convert.child import child_command, child_env
+from sqale_desktop.core import child
 from sqale_desktop.core.models.convert.errors import ConversionCancelled, QuantizationFailed
 
 # User-facing names -> llama_cpp's LLAMA_FTYPE_* constant names.
@@ -46,55 +44,47 @@ def quantize(
     cancel: threading.Event | None = None,
     progress: QuantProgress | None = None,
 ) -> None:
-    """Quantize ``src`` into ``dst``; ``dst`` is removed if anything goes wrong."""
+    """Quantize ``src`` into ``dst``; ``dst`` is removed if anything goes wrong.
+
+    No memory cap: llama.cpp maps the whole model, which an address-space cap would count."""
     if quant not in QUANT_TYPES:
         raise QuantizationFailed(f"unknown quantization {quant!r}; choose one of {', '.join(QUANT_TYPES)}")
     n_threads = threads or max(1, os.cpu_count() or 1)
-    cmd = child_command(__name__, str(src), str(dst), quant, str(n_threads))
-    tail: list[bytes] = []
-    stop = threading.Event()
-    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()) as proc:
 
-        def watch_cancel() -> None:
-            while not stop.wait(0.1):
-                if cancel is not None and cancel.is_set():
-                    proc.terminate()
-                    return
+    def log_line(line: bytes) -> None:
+        match = _PROGRESS.search(line)
+        if match and progress is not None:
+            progress(int(match[1]), int(match[2]), match[3].decode("utf-8", "replace"))
 
-        watcher = threading.Thread(target=watch_cancel, name="quantize-cancel", daemon=True)
-        watcher.start()
-        try:
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                tail = [*tail[-19:], line]
-                match = _PROGRESS.search(line)
-                if match and progress is not None:
-                    progress(int(match[1]), int(match[2]), match[3].decode("utf-8", "replace"))
-            code = proc.wait()
-        finally:
-            stop.set()
-            watcher.join()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    if cancel is not None and cancel.is_set():
+    plan = {"src": str(src), "dst": str(dst), "quant": quant, "threads": n_threads}
+    try:
+        child.run(__name__, plan, what="the quantizer", cancel=cancel, on_stderr=log_line, memory_mb=None)
+    except child.ChildStopped:
         dst.unlink(missing_ok=True)
-        raise ConversionCancelled("conversion cancelled during quantization")
-    if code != 0 or not dst.is_file():
+        raise ConversionCancelled("conversion cancelled during quantization") from None
+    except (child.ChildDied, child.ChildFailed) as exc:
         dst.unlink(missing_ok=True)
-        detail = b"".join(tail).decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise QuantizationFailed(f"llama.cpp could not quantize the model ({'; '.join(detail) or code})")
+        raise QuantizationFailed(f"llama.cpp could not quantize the model ({exc})") from None
+    if not dst.is_file():
+        raise QuantizationFailed("llama.cpp could not quantize the model (it wrote no file)")
+
+
+def _quantize(plan: dict[str, Any], _endpoint: child.Endpoint) -> dict[str, Any]:
+    import llama_cpp
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, QUANT_TYPES[plan["quant"]])
+    params.nthread = int(plan["threads"])
+    status = int(llama_cpp.llama_model_quantize(plan["src"].encode(), plan["dst"].encode(), params))
+    if status != 0:
+        raise QuantizationFailed(f"llama_model_quantize returned {status}")
+    return {}
 
 
 def child_main(argv: Sequence[str]) -> int:
-    """The child process: run llama.cpp's quantizer; its status is the exit status."""
-    import llama_cpp
-
-    src, dst, quant, threads = argv
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = getattr(llama_cpp, QUANT_TYPES[quant])
-    params.nthread = int(threads)
-    return int(llama_cpp.llama_model_quantize(src.encode(), dst.encode(), params))
+    """The child process (plan on stdin): run llama.cpp's quantizer."""
+    del argv
+    return child.serve(_quantize)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,17 @@
 """Check that a finished GGUF loads in the bundled llama.cpp and generates, before registering it.
 
 Runs in a child process for the same reason as quantization: a model that crashes llama.cpp must
-fail the conversion, not the app.  The child prints one JSON line with what it saw.
-
-The child runs ``child_main([GGUF, N_TOKENS])`` (started as ``sqale-desktop --child-module
-sqale_desktop.core.models.convert.verify ...``, see ``child.py``).
+fail the conversion, not the app.  The child (``core.child``) answers with what it saw.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqale_desktop.core.models.convert.child import child_command, child_env
+from sqale_desktop.core import child
 from sqale_desktop.core.models.convert.errors import VerificationFailed
 
 PROBE_PROMPT = "<|im_start|>user\nList the tables.<|im_end|>\n<|im_start|>assistant\n"
@@ -32,19 +27,17 @@ class VerifyReport:
 
 
 def verify_gguf(path: Path, n_tokens: int = 4, timeout_s: float = 600.0) -> VerifyReport:
-    """Load ``path``, generate ``n_tokens`` greedily; raise VerificationFailed otherwise."""
-    cmd = child_command(__name__, str(path), str(n_tokens))
+    """Load ``path``, generate ``n_tokens`` greedily; raise VerificationFailed otherwise.
+
+    No memory cap: llama.cpp maps the whole model, which an address-space cap would count."""
+    plan = {"path": str(path), "n_tokens": n_tokens}
     try:
-        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False, env=child_env())
-    except subprocess.TimeoutExpired as exc:
+        done = child.run(__name__, plan, what="the test generation", total_s=timeout_s, memory_mb=None)
+    except child.ChildTimedOut as exc:
         raise VerificationFailed("the converted model did not finish a test generation in time") from exc
-    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    if done.returncode != 0 or not lines:
-        err = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise VerificationFailed(
-            f"the converted model does not load or generate ({'; '.join(err) or done.returncode})"
-        )
-    result = json.loads(lines[-1])
+    except (child.ChildDied, child.ChildFailed) as exc:
+        raise VerificationFailed(f"the converted model does not load or generate ({exc})") from None
+    result = done.data
     report = VerifyReport(list(result["generated"]), int(result["n_vocab"]), str(result["architecture"]))
     if len(report.generated) != n_tokens or any(not 0 <= t < report.n_vocab for t in report.generated):
         raise VerificationFailed(
@@ -76,9 +69,9 @@ def _run(path: str, n_tokens: int) -> dict[str, object]:
 
 
 def child_main(argv: Sequence[str]) -> int:
-    """The child process: load, generate, print the report as one JSON line."""
-    print(json.dumps(_run(argv[0], int(argv[1]) if len(argv) > 1 else 4)), flush=True)
-    return 0
+    """The child process (plan on stdin): load, generate, answer with the report."""
+    del argv
+    return child.serve(lambda plan, _endpoint: _run(str(plan["path"]), int(plan.get("n_tokens", 4))))
 
 
 if __name__ == "__main__":

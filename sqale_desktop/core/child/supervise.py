@@ -1,0 +1,376 @@
+"""The parent's side of a child: a deadline, Stop, one grace before the kill, death in words.
+
+:func:`run` starts a child module (:mod:`.launch`), sends it its plan and reads its messages
+(:mod:`.messages`) until ``done``, ``error`` or its end, while watching the clock and the caller's
+Stop (a ``threading.Event``, polled every :data:`POLL_S`).  On Stop the child is killed at once:
+everything it wrote is in the caller's scratch (removed by the caller) or in the private temporary
+folder :func:`run` gives it (removed here), so nothing needs its cooperation and a child inside one
+long C call stops as quickly as one between two rows.  Past a deadline it is given
+:data:`KILL_GRACE_S` to end the normal way (its own time limit's message is better than ours),
+then killed.  ``start_s`` bounds the time until its first message (an interpreter and the core's
+imports, slow on a busy computer); ``step_s``, when given, the time between two messages
+(``step``, ``alive`` and ``progress`` restart it); ``total_s`` the whole run.
+
+A child that dies is described in words for the message people see: the signal
+(``SIGSEGV``, ``SIGABRT``), the memory cap when that is what it met (a ``MemoryError`` in Python, or
+an allocator's own words on stderr before an abort), the deadline it ran past.  Every error here
+is a :class:`KnownError` whose text begins with what died (the caller's ``what``).
+
+The child gets its own session (POSIX) or process group (Windows), so Ctrl+C in a terminal is the
+parent's alone: the parent's handler sets Stop and the kill follows.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqale_desktop.core.child.launch import child_command, child_env
+from sqale_desktop.core.child.messages import Message
+from sqale_desktop.core.errors import KnownError
+
+# Past a deadline, how long the child has to end the normal way before it is killed (one figure
+# for every child; the database worker's own loop uses the same 0.5 s).
+KILL_GRACE_S = 0.5
+POLL_S = 0.02  # how often the parent looks at Stop and the clock while no message comes
+START_S = 30.0  # an interpreter and the core's imports, on a busy computer
+DEFAULT_MEMORY_LIMIT_MB = 2048
+_memory_mb = DEFAULT_MEMORY_LIMIT_MB
+# Words an allocator leaves on stderr when it meets the cap before it aborts (Rust, C++, glibc).
+_MEMORY_WORDS = ("memory allocation of", "std::bad_alloc", "MemoryError", "Cannot allocate memory",
+                 "out of memory", "failed to allocate")  # fmt: skip
+
+
+class ChildDied(KnownError):
+    """The child ended without its answer: a signal, the memory cap, an exit; ``reason`` says which
+    (``signal``, ``memory``, ``exit``, ``timeout``, ``stopped``)."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(text)
+        self.reason = reason
+
+
+class ChildTimedOut(ChildDied):
+    """The child ran past its deadline and was killed."""
+
+
+class ChildStopped(ChildDied):
+    """Stop was set: the child was killed."""
+
+
+class ChildFailed(KnownError):
+    """The child answered with an error (``text`` is its message; ``kind``: known, memory, bug)."""
+
+    def __init__(self, text: str, kind: str) -> None:
+        super().__init__(text)
+        self.kind = kind
+
+
+def set_memory_limit_mb(memory_mb: int) -> None:
+    """The children's memory cap from the settings (``query_memory_limit_mb``)."""
+    global _memory_mb
+    _memory_mb = int(memory_mb)
+
+
+def memory_limit_mb() -> int:
+    return _memory_mb
+
+
+def run(
+    module: str,
+    plan: dict[str, Any],
+    *,
+    what: str,
+    args: Sequence[str] = (),
+    cancel: threading.Event | None = None,
+    on_message: Callable[[Message], None] | None = None,
+    on_stderr: Callable[[bytes], None] | None = None,
+    memory_mb: int | None = -1,
+    start_s: float = START_S,
+    step_s: float | None = None,
+    total_s: float | None = None,
+    temp_parent: Path | None = None,
+    spare: bool = False,
+) -> Message:
+    """Run ``module``'s ``child_main`` on ``plan``; return its ``done`` message.
+
+    ``what`` names the work for the messages (``the import of sales.csv``).  ``on_message`` gets
+    every ``step``/``progress``/``note`` message, in the calling thread.  ``on_stderr`` gets the
+    child's stderr lines as they come (else stderr goes to a file, read only for the death
+    message).  ``memory_mb``: the cap (-1: the settings' figure, None: none).  ``temp_parent``:
+    where the child's private temporary folder is made (default: the system's).  ``spare``: run
+    on a child started ahead (:class:`_Spares`) and start the next one when this ends.
+    Raises :class:`ChildStopped`, :class:`ChildTimedOut`, :class:`ChildDied` or :class:`ChildFailed`.
+    """
+    cap = _memory_mb if memory_mb == -1 else memory_mb
+    started = _spares.take(module, args, cap) if spare and on_stderr is None else None
+    if started is None:
+        started = _Started(module, args, cap, temp_parent, on_stderr is not None)
+    try:
+        return _Supervised(started, plan, what, cancel, on_message, on_stderr, cap).run(
+            start_s, step_s, total_s
+        )
+    finally:
+        started.remove()
+        if spare and on_stderr is None:
+            _spares.start_soon(module, args, cap)
+
+
+class _Started:
+    """A started child, its private temporary folder and its stderr file; it waits for its plan."""
+
+    def __init__(
+        self, module: str, args: Sequence[str], memory_mb: int | None, temp_parent: Path | None, pipe: bool
+    ) -> None:
+        self.key = (module, tuple(args), memory_mb, tempfile.gettempdir())
+        self.temp = Path(tempfile.mkdtemp(prefix="sqale-child-", dir=temp_parent))
+        self.errors = tempfile.TemporaryFile(dir=self.temp)  # noqa: SIM115  (closed by remove())
+        session: dict[str, Any] = (
+            {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+            if sys.platform == "win32"
+            else {"start_new_session": True}
+        )
+        try:
+            self.proc = subprocess.Popen(
+                child_command(module, *args),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if pipe else self.errors,
+                env=child_env(memory_mb, self.temp),
+                cwd=self.temp,  # a relative path the child writes lands in its temporary folder
+                **session,
+            )
+        except BaseException:
+            self.remove()
+            raise
+
+    def end(self) -> None:
+        """End a child that was never given its plan (a spare): kill, wait, remove."""
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self.remove()
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.errors.close()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+class _Spares:
+    """One started child per kind, warming up (its imports) while it waits for the next plan.
+
+    An importer child spends about a second importing Arrow and the readers' libraries: the one
+    that runs the next import is started when the previous import ends, so that second is spent
+    while a person looks at the result, not in the next import (the parent process paid it once
+    per session before the importers moved into children)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, _Started] = {}
+        self._starting: list[threading.Thread] = []
+
+    def take(self, module: str, args: Sequence[str], memory_mb: int | None) -> _Started | None:
+        key = (module, tuple(args), memory_mb, tempfile.gettempdir())
+        with self._lock:
+            spare = self._idle.pop(module, None)
+        if spare is None:
+            return None
+        if spare.key == key and spare.proc.poll() is None:
+            return spare
+        spare.end()  # another cap or temp folder since it started, or it died idle
+        return None
+
+    def start(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
+        try:
+            spare = _Started(module, args, memory_mb, None, False)
+        except OSError:
+            return  # no spare: the next run starts its own child
+        with self._lock:
+            old = self._idle.pop(module, None)
+            self._idle[module] = spare
+        if old is not None:
+            old.end()
+
+    def start_soon(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
+        """:meth:`start` in a thread: the fork happens beside the caller's next step, not in its time."""
+        thread = threading.Thread(
+            target=self.start, args=(module, args, memory_mb), name="child-spare", daemon=True
+        )
+        with self._lock:
+            self._starting = [t for t in self._starting if t.is_alive()] + [thread]
+        thread.start()
+
+    def discard(self) -> None:
+        with self._lock:
+            starting, self._starting = self._starting, []
+        for thread in starting:
+            thread.join(timeout=10.0)
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), {}
+        for spare in idle:
+            spare.end()
+
+
+_spares = _Spares()
+atexit.register(_spares.discard)
+
+
+def discard_spares() -> None:
+    """End the children started ahead of their work (at exit; tests that count processes/folders)."""
+    _spares.discard()
+
+
+class _Supervised:
+    def __init__(
+        self,
+        started: _Started,
+        plan: dict[str, Any],
+        what: str,
+        cancel: threading.Event | None,
+        on_message: Callable[[Message], None] | None,
+        on_stderr: Callable[[bytes], None] | None,
+        memory_mb: int | None,
+    ) -> None:
+        self.what = what
+        self.cancel = cancel
+        self.on_message = on_message
+        self.memory_mb = memory_mb
+        self.errors = started.errors
+        self.tail: list[bytes] = []
+        self.lines: queue.Queue[Message | None] = queue.Queue()
+        self.proc = started.proc
+        self.readers = [threading.Thread(target=self._read, name="child-messages", daemon=True)]
+        if on_stderr is not None:
+            self.readers.append(
+                threading.Thread(
+                    target=self._read_stderr, args=(on_stderr,), name="child-stderr", daemon=True
+                )
+            )
+        for reader in self.readers:
+            reader.start()
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(plan) + "\n").encode("ascii"))
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # it died at start: its exit says why, below
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            message = Message.decode(line)
+            if message is not None:
+                self.lines.put(message)
+        self.lines.put(None)
+
+    def _read_stderr(self, on_stderr: Callable[[bytes], None]) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.tail = [*self.tail[-19:], line]
+            on_stderr(line)
+
+    def run(self, start_s: float, step_s: float | None, total_s: float | None) -> Message:
+        began = time.monotonic()
+        end = began + total_s if total_s is not None else None
+        deadline: float | None = began + start_s
+        started = False
+        try:
+            while True:
+                now = time.monotonic()
+                if self.cancel is not None and self.cancel.is_set():
+                    self._kill()
+                    raise ChildStopped(f"{self.what} was stopped", "stopped")
+                if end is not None and now > end + KILL_GRACE_S:
+                    self._kill()
+                    raise ChildTimedOut(f"{self.what} ran past its {total_s:g} s time limit", "timeout")
+                if deadline is not None and now > deadline + (KILL_GRACE_S if started else 0.0):
+                    self._kill()
+                    if not started:
+                        raise ChildTimedOut(f"{self.what} did not start within {start_s:g} s", "timeout")
+                    raise ChildTimedOut(f"{self.what} ran past its {step_s:g} s time limit", "timeout")
+                try:
+                    message = self.lines.get(timeout=POLL_S)
+                except queue.Empty:
+                    continue
+                if message is None:
+                    raise self._died()
+                if not started or message.kind in ("step", "alive", "progress"):
+                    started = True
+                    deadline = time.monotonic() + step_s if step_s is not None else None
+                if message.kind == "done":
+                    self.proc.wait()
+                    return message
+                if message.kind == "error":
+                    kind = str(message.data.get("error", "known"))
+                    text = str(message.data.get("text", ""))
+                    raise ChildFailed(text, kind)
+                if message.kind != "alive" and self.on_message is not None:
+                    self.on_message(message)
+        finally:
+            self._end()
+
+    def _kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+
+    def _end(self) -> None:
+        try:
+            self.proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        for reader in self.readers:
+            reader.join(timeout=2.0)
+
+    def _stderr_tail(self) -> list[str]:
+        if self.tail:
+            text = b"".join(self.tail)
+        else:
+            self.errors.seek(0, os.SEEK_END)
+            size = self.errors.tell()
+            self.errors.seek(max(0, size - 8192))
+            text = self.errors.read()
+        return [line for line in text.decode("utf-8", "replace").splitlines() if line.strip()]
+
+    def _died(self) -> ChildDied:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)
+        code = self.proc.poll()
+        tail = self._stderr_tail()
+        at_cap = self.memory_mb is not None and any(w in line for line in tail for w in _MEMORY_WORDS)
+        cap = f"its {self.memory_mb} MB memory cap"
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            if at_cap:
+                return ChildDied(f"{self.what} reached {cap} and was ended ({name})", "memory")
+            return ChildDied(f"{self.what} crashed ({name})", "signal")
+        if at_cap:
+            return ChildDied(f"{self.what} reached {cap}", "memory")
+        detail = f": {tail[-1]}" if tail else ""
+        return ChildDied(f"{self.what} ended unexpectedly (exit status {code}){detail}", "exit")
