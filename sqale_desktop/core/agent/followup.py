@@ -64,13 +64,16 @@ class Thread:
     """What a follow-up continues: a finished episode's final prompt, its questions and their SQL.
 
     ``questions`` and ``sqls`` run in the order asked, the finished episode's own last; ``db`` is
-    the database label the thread was asked on (empty when unknown).
+    the database label the thread was asked on (empty when unknown).  ``carry``: ask the
+    follow-up in the carried form even where the thread fits (the evaluation's ``carried``
+    condition compares the two forms on the same questions).
     """
 
     prompt: str
     questions: tuple[str, ...]
     sqls: tuple[str | None, ...]
     db: str = ""
+    carry: bool = False
 
     def __post_init__(self) -> None:
         problem = _problem(self)
@@ -78,14 +81,14 @@ class Thread:
             raise ThreadError(f"this thread cannot be followed up: {problem}")
 
     @classmethod
-    def of(cls, episode: Episode) -> Thread:
+    def of(cls, episode: Episode, *, carry: bool = False) -> Thread:
         """The thread ``episode`` ended; :class:`ThreadError` for a stopped or failed one."""
         if episode.ended_by in ("cancelled", "error"):
             reason = "was stopped" if episode.ended_by == "cancelled" else "ended in an error"
             raise ThreadError(f"that answer {reason}: follow up on a finished answer instead")
         questions = (*episode.earlier_questions, episode.question)
         sqls = (*episode.earlier_sqls, episode.sql)
-        return cls(episode.prompt, questions, sqls, episode.db)
+        return cls(episode.prompt, questions, sqls, episode.db, carry)
 
 
 def _problem(thread: Thread) -> str:
@@ -157,6 +160,9 @@ def open_follow_up(
     The continued session is built first (cheap: nothing is evaluated until the first turn) so
     the decision uses the engine's own token count of the thread and the new turn.
     """
+    if thread.carry:
+        carried = engine.new_session(protocol.prompt_head(carried_question(thread, question)) + opener)
+        return FollowUpStart(carried, "carried", note="asked in the carried form, as requested")
     context = engine_context(engine, protocol)
     session = continue_session(engine, thread.prompt)
     try:
