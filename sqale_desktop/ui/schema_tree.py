@@ -90,6 +90,15 @@ def _column_label(table: TableInfo, index: int) -> str:
     return label + ("  [" + ", ".join(keys) + "]" if keys else "")
 
 
+def _column_tip(label: str, original: str | None) -> str:
+    """A column's tooltip: its label, and for an imported column that had to be renamed the name
+    it has in its file (also in the table's CREATE statement and the ``_columns`` note)."""
+    if original is None:
+        return label
+    shown = f"“{original}”" if original.strip() else "(no name)"
+    return f"{label}\n\nIn the imported file: {shown}"
+
+
 def select_statement(table: str, limit: int = 100) -> str:
     """The statement "Copy SELECT" puts on the clipboard (always-correct quoting)."""
     return f"SELECT * FROM {quote_identifier(table)} LIMIT {limit}"
@@ -322,7 +331,7 @@ class SchemaModel(QStandardItemModel):
                 column = table.columns[index]
                 label = _column_label(table, index)
                 child = _item(label, search, column.name, "column")  # shown with its table
-                child.setToolTip(label)
+                child.setToolTip(_column_tip(label, column.original))
                 item.appendRow(child)
             if table.error:
                 error = _item(f"⚠ {table.error}", search, table.name, "error")

@@ -319,3 +319,29 @@ def test_preview_rows_brings_the_rows_to_the_front(qtbot: Any, chinook: Path) ->
         assert page.sql.views.currentWidget() is page.sql.result_tab and "Artist" in page.sql.editor.sql()
     finally:
         _close(page, pool)
+
+
+def test_an_imported_file_shows_its_tables_and_original_names_not_the_note(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    """The ``_columns`` note is no table of the tree; a renamed column's tooltip names the original,
+    and the note still answers a query."""
+    from sqale_desktop.core.imports import import_source
+
+    source = tmp_path / "odd.csv"
+    source.write_text("id,,Name,name\n1,a,b,c\n", encoding="utf-8")
+    page, pool = _page(qtbot, import_source(source).db_path)
+    try:
+        assert page.schema_browser.visible_tables() == ["odd"]
+        table = _index_of(page, "odd")
+        page.schema_tree.expand(table)
+        tips = [page.schema_tree.proxy.index(r, 0, table).data(Qt.ItemDataRole.ToolTipRole) for r in range(4)]
+        assert "In the imported file" not in tips[0] and "In the imported file" not in tips[2]
+        assert tips[1].endswith("In the imported file: (no name)")
+        assert tips[3].endswith("In the imported file: “name”")
+        page.sql.editor.set_sql("SELECT original_name FROM _columns WHERE column_name = 'name_2'")
+        with qtbot.waitSignal(page.sql.query_finished, timeout=10_000):
+            page.sql.run()
+        assert page.sql.model is not None and page.sql.model.rowCount() == 1
+    finally:
+        _close(page, pool)

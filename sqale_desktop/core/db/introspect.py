@@ -10,15 +10,30 @@ fails is every object read on its own, to find the one that is broken.  ``cached
 the result on the database and reads it again only when ``PRAGMA schema_version`` moves (any
 program changing the schema bumps it), so the tools of every episode share one reading; where
 the file's header holds the committed cookie (rollback-journal mode) it is read from there.
+
+A database made by importing files holds one table that is not data: ``_columns``, the import's
+note of each column's name and type in its source.  It is not among the ``visible()`` tables (the
+schema tree's, ``list_tables``'s), yet still answers by name (``describe_table``, any query), and
+the original names it holds are on the columns (``ColumnInfo.original``), which the tree shows.
+A database that was not imported has no such table, so for it nothing here changes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
 from sqale_desktop.core.db.errors import DatabaseError
 from sqale_desktop.core.db.identifiers import fold, quote_identifier
+
+IMPORT_NOTE = "_columns"
+_IMPORT_NOTE_COLUMNS = (
+    ("table_name", "TEXT"),
+    ("column_name", "TEXT"),
+    ("original_name", "TEXT"),
+    ("position", "INTEGER"),
+    ("type", "TEXT"),
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,8 @@ class ColumnInfo:
     default: str | None
     pk: int
     hidden: bool = False
+    original: str | None = None
+    """The column's name in the file it was imported from, where the import had to change it."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,15 @@ class TableInfo:
         """SQLite's own tables (sqlite_sequence, sqlite_stat1, ...)."""
         return fold(self.name).startswith("sqlite_")
 
+    @property
+    def is_import_note(self) -> bool:
+        """The ``_columns`` table an import writes beside the data (its exact name and columns)."""
+        return (
+            self.name == IMPORT_NOTE
+            and self.kind == "table"
+            and tuple((c.name, c.type) for c in self.columns) == _IMPORT_NOTE_COLUMNS
+        )
+
 
 @dataclass
 class Schema:
@@ -96,8 +122,9 @@ class Schema:
         return self._index[1], self._index[2]
 
     def visible(self) -> list[TableInfo]:
-        """The objects a person or the model would query: no SQLite internals, no shadow tables."""
-        return [t for t in self.tables if not t.is_internal and t.kind != "shadow"]
+        """The objects a person or the model would query: no SQLite internals, no shadow tables,
+        no import note."""
+        return [t for t in self.tables if not t.is_internal and t.kind != "shadow" and not t.is_import_note]
 
 
 _ALL_COLUMNS = (
@@ -170,7 +197,7 @@ def load_schema(db: ReadOnlyDatabase) -> Schema:
     except DatabaseError:
         for table in tables:  # one object is broken: read each alone so the others still work
             _fill_columns(db, table)
-        return Schema(tables)
+        return _with_original_names(db, Schema(tables))
     by_name = {table.name: table for table in tables}
     for owner, name, type_, notnull, default, pk, hidden in columns:
         described = by_name.get(owner)
@@ -182,7 +209,33 @@ def load_schema(db: ReadOnlyDatabase) -> Schema:
     for owner, rows in grouped.items():
         if owner in by_name:
             by_name[owner].foreign_keys = _keys(owner, rows)
-    return Schema(tables)
+    return _with_original_names(db, Schema(tables))
+
+
+def _with_original_names(db: ReadOnlyDatabase, schema: Schema) -> Schema:
+    """``schema`` with each renamed column's name in its source, read from the import note (a
+    database without one is returned as it is, without a statement)."""
+    note = schema.find(IMPORT_NOTE)
+    if note is None or not note.is_import_note:
+        return schema
+    try:
+        rows = db.execute(
+            f"SELECT table_name, column_name, original_name FROM {IMPORT_NOTE} "
+            "WHERE original_name IS NOT column_name",
+            max_rows=_MANY,
+        ).rows
+    except DatabaseError:
+        return schema  # the note is unreadable: the data tables are still described
+    originals = {(table, column): original for table, column, original in rows}
+    for table in schema.tables:
+        if any((table.name, c.name) in originals for c in table.columns):
+            table.columns = [
+                replace(c, original=originals[(table.name, c.name)])
+                if (table.name, c.name) in originals
+                else c
+                for c in table.columns
+            ]
+    return schema
 
 
 def _column(
