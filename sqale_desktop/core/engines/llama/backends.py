@@ -18,9 +18,12 @@ told which CPU variant to take.  This module does the same steps through ggml's 
   in ggml.  ``SQALE_DESKTOP_CPU_VARIANT`` forces one (tests, benchmarks, a user working around a
   bad kernel); a variant this CPU cannot run is refused with a note, never loaded.  The AMX
   variant that crashed here is not built at all (``packaging/llama_cpp_backends.py``).
-- **GPU**: each GPU backend library is opened first with ``ctypes`` so that a missing Vulkan
-  loader or a broken driver gives its own error text (``libvulkan.so.1: cannot open shared object
-  file``) for the status line; then ggml registers it.  Devices come from ggml's registry
+- **GPU**: each GPU backend library is loaded first in a child process (:mod:`.gpu_probe`): a
+  driver that crashes or hangs there is not loaded here, the CPU runs and the status line says
+  why; the verdict is remembered until the loader or a driver changes.  Then it is opened with
+  ``ctypes`` so that a missing Vulkan loader or a broken driver gives its own error text
+  (``libvulkan.so.1: cannot open shared object file``) for the status line; then ggml registers
+  it.  Devices come from ggml's registry
   (``core/engines/offload.py``); Mesa's CPU-type Vulkan device (lavapipe) is skipped by ggml itself
   unless ``GGML_VK_VISIBLE_DEVICES`` names it.
 
@@ -39,7 +42,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqale_desktop.core.engines.llama import native_log
+from sqale_desktop.core.engines.llama import gpu_probe, native_log
 
 CPU_VARIANT_ENV = "SQALE_DESKTOP_CPU_VARIANT"
 
@@ -228,6 +231,11 @@ def load_backends() -> Backends:
             if not path.exists():
                 continue
             display = _DISPLAY[backend]
+            # Loaded in a child first: a driver that crashes or hangs there is not loaded here.
+            refused = gpu_probe.verdict(display, path)
+            if refused:
+                notes.append(refused)
+                continue
             try:
                 ctypes.CDLL(str(path))  # for dlopen's own words when the loader or driver is missing
             except OSError as exc:
