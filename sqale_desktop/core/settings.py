@@ -47,6 +47,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "turn_tool_time_s": (1.0, 3600.0),
     "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
+    "import_cache_limit_mb": (64, 1_048_576),  # the imported files' cache (core/imports/cache_bound.py)
 }
 
 ENGINES: tuple[str, ...] = get_args(EngineName)
@@ -85,6 +86,8 @@ class Settings:
     """The wall-clock time the tool calls of one agent turn share (the loop's per-turn budget)."""
     query_memory_limit_mb: int = 2048
     max_rows: int = 1000
+    import_cache_limit_mb: int = 2048
+    """The imported files' cache is trimmed to this, least recently used first (never an open one)."""
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"
     open_databases: list[str] = field(default_factory=list)

@@ -26,8 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import secrets
+from sqale_desktop.core.imports import cache_bound
 from sqale_desktop.core.models.gpu import known_gpus
 from sqale_desktop.core.settings import LIMITS, Settings
+from sqale_desktop.core.units import format_bytes
 
 ENGINE_LABELS = {"llama": "Local model (llama.cpp, in this app)", "openai": "OpenAI-compatible server"}
 GPU_LABELS = {"auto": "Automatic", "all": "All layers", "none": "None (CPU only)"}
@@ -172,6 +174,7 @@ class SettingsDialog(QDialog):
         form.addRow("Query memory limit", self.memory_limit)
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
+        form.addRow("Import cache", self._cache_row(settings))
         self.csv_formulas = QCheckBox("Sanitize formulas in CSV exports", self)
         self.csv_formulas.setChecked(settings.csv_formulas == "sanitize")
         self.csv_formulas.setToolTip(
@@ -202,6 +205,40 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.message)
         layout.addWidget(buttons)
         self._engine_changed()
+
+    def _cache_row(self, settings: Settings) -> QWidget:
+        """The imported files' cache: its bound, what it holds now, and Clear."""
+        row = QWidget(self)
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.cache_limit = _int("import_cache_limit_mb", settings.import_cache_limit_mb, 256)
+        self.cache_limit.setSuffix(" MB")
+        self.cache_limit.setToolTip(
+            "Data files (CSV, Excel, Parquet...) are imported into SQLite files in the app's cache "
+            "and reused while the source is unchanged. Past this size the imports used least "
+            "recently are removed (never one that is open); they are made again when opened."
+        )
+        self.cache_used = QLabel(row)
+        self.cache_used.setObjectName("cacheUsed")
+        self.clear_cache = QPushButton("Clear", row)
+        self.clear_cache.setToolTip("Remove every import that is not open now")
+        self.clear_cache.clicked.connect(self._clear_cache)
+        layout.addWidget(self.cache_limit)
+        layout.addWidget(self.cache_used, 1)
+        layout.addWidget(self.clear_cache)
+        self._show_cache(cache_bound.cache_size())
+        return row
+
+    def _show_cache(self, state: cache_bound.CacheState, note: str = "") -> None:
+        imports = f"{state.imports:,} import" + ("" if state.imports == 1 else "s")
+        self.cache_used.setText(f"{format_bytes(state.bytes)} in use ({imports}){note}")
+
+    def _clear_cache(self) -> None:
+        state = cache_bound.clear()
+        note = f"; {format_bytes(state.freed)} freed"
+        if state.kept_open:
+            note += f", {state.kept_open:,} open kept"
+        self._show_cache(state, note)
 
     def _engine_changed(self) -> None:
         server = self.engine.currentData() == "openai"
@@ -258,6 +295,7 @@ class SettingsDialog(QDialog):
             csv_formulas="sanitize" if self.csv_formulas.isChecked() else "keep",
             query_memory_limit_mb=self.memory_limit.value(),
             max_rows=self.max_rows.value(),
+            import_cache_limit_mb=self.cache_limit.value(),
             theme=self.theme.currentData(),
             speculation=self.speculation.currentData(),
         )

@@ -68,6 +68,7 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         "min_p": dialog.min_p, "query_time_limit_s": dialog.time_limit, "max_rows": dialog.max_rows,
         "turn_tool_time_s": dialog.tool_budget,
         "query_memory_limit_mb": dialog.memory_limit,
+        "import_cache_limit_mb": dialog.cache_limit,
     }  # fmt: skip
     assert set(boxes) == set(LIMITS)
     for name, box in boxes.items():
@@ -269,3 +270,31 @@ def test_the_gpu_device_setting_keeps_a_device_that_is_not_here_now(qtbot: Any) 
     assert dialog.result_settings().gpu_device == ""
     dialog.engine.setCurrentIndex(dialog.engine.findData("openai"))
     assert not dialog.gpu_device.isEnabled()  # a server chooses its own devices
+
+
+def test_settings_show_the_import_cache_and_clear_what_is_not_open(qtbot: Any, tmp_path: Path) -> None:
+    """Issue 32 item 7: the import cache's size in Settings, a Clear that keeps an open import,
+    and the bound as a setting that round-trips."""
+    from PySide6.QtCore import Qt
+
+    from sqale_desktop.core.db import open_readonly
+    from sqale_desktop.core.imports import import_source
+
+    imported = []
+    for name in ("kept", "cleared"):
+        source = tmp_path / f"{name}.csv"
+        source.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(2000)), encoding="utf-8")
+        imported.append(import_source(source))
+    kept, cleared = imported
+    with open_readonly(kept.db_path) as db:
+        dialog = SettingsDialog(Settings())
+        qtbot.addWidget(dialog)
+        assert "(2 imports)" in dialog.cache_used.text()
+        assert "MiB" in dialog.cache_used.text()
+        qtbot.mouseClick(dialog.clear_cache, Qt.MouseButton.LeftButton)
+        assert "(1 import)" in dialog.cache_used.text()
+        assert "freed" in dialog.cache_used.text() and "1 open kept" in dialog.cache_used.text()
+        assert kept.db_path.exists() and not cleared.db_path.exists()
+        assert db.execute("SELECT count(*) FROM kept").rows == [(2000,)]
+    dialog.cache_limit.setValue(512)
+    assert dialog.result_settings().import_cache_limit_mb == 512

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.core.db import shm
 from sqale_desktop.core.db.cursor import QueryCursor
@@ -27,6 +27,9 @@ from sqale_desktop.core.db.errors import (
 from sqale_desktop.core.db.link import Links, error_class
 from sqale_desktop.core.db.opening import STALE_NOTE, FileFacts, decode_text, inspect_file
 from sqale_desktop.core.db.process import POOL, WorkerGone
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.imports.cache_bound import InUse
 
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_CURSOR_CAP = 100_000
@@ -72,6 +75,8 @@ class ReadOnlyDatabase:
         self.immutable = immutable
         self.notes = notes
         self._links = Links(path, immutable=immutable, time_limit_s=time_limit_s, decode=decode)
+        # A cached import's folder is held while open: the cache's bound never removes it then.
+        self._in_use = _hold_if_cached(path)
         # (PRAGMA schema_version, Schema) of the last reading, kept by introspect.cached_schema
         self.schema_cache: tuple[int, Any] | None = None
         # A WAL database read in place gets a -shm next to it; see shm.py for when it is removed.
@@ -147,14 +152,23 @@ class ReadOnlyDatabase:
         notice; then its worker is killed.  Either way its thread gets ``QueryInterrupted``, and
         nothing is closed under a running statement (it runs in another process).
         """
-        if self._links.close() and self._counted:
-            shm.closed(self.path)
+        if self._links.close():
+            if self._counted:
+                shm.closed(self.path)
+            if self._in_use is not None:
+                self._in_use.release()
 
     def __enter__(self) -> ReadOnlyDatabase:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hold_if_cached(path: Path) -> InUse | None:
+    from sqale_desktop.core.imports import cache_bound
+
+    return cache_bound.hold(path)
 
 
 def open_readonly(path: str | Path, *, time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> ReadOnlyDatabase:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.imports import cache_bound
 from sqale_desktop.core.imports.progress import (
     ImportCancelled,
     ImportFailed,
@@ -246,6 +247,7 @@ def import_source(
     if kind is None:
         raise ImportFailed(f"{source.name} is not a kind of file that can be imported.")
     folder = cache_folder(source)
+    cache_bound.make_room(folder)  # the cache's size bound: least recently used imports go first
     db_path = folder / (source.name + ".sqlite")
     members = _members(source)
     if kind == "folder" and not members:
