@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -388,19 +388,28 @@ class ChartView(QWidget):
 
     # export ----------------------------------------------------------------------------------
     def render_image(self, width: int = 1600) -> QImage:
-        """The chart as an image ``width`` pixels wide (for PNG export and tests)."""
-        from pyqtgraph.exporters import ImageExporter
-
-        exporter = ImageExporter(self.plot.getPlotItem())
-        exporter.parameters()["width"] = width
-        image = exporter.export(toBytes=True)
-        assert isinstance(image, QImage)
+        """The chart as an image ``width`` pixels wide (for PNG export and tests): the widget as
+        shown, its scene painted scaled into the image, so names, ticks and the legend row keep
+        their size relative to the plot (pyqtgraph's ImageExporter gave an export whose fonts and
+        legend did not match the chart on screen, issue 32)."""
+        size = self.plot.size()
+        scale = width / max(1, size.width())
+        image = QImage(width, max(1, round(size.height() * scale)), QImage.Format.Format_ARGB32)
+        image.fill(self.plot.backgroundBrush().color())
+        painter = QPainter(image)
+        try:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+            # QGraphicsView.render: the view's contents scaled into the whole image
+            self.plot.render(painter, QRectF(image.rect()), self.plot.viewport().rect())
+        finally:
+            painter.end()
         return image
 
     def svg_bytes(self) -> bytes:
         """The chart as SVG, painted by Qt's own QSvgGenerator: pyqtgraph's SVGExporter fails on
         this PySide6 (its path parser gets coordinates it cannot split)."""
-        from PySide6.QtCore import QBuffer, QIODevice, QRectF
+        from PySide6.QtCore import QBuffer, QIODevice
         from PySide6.QtSvg import QSvgGenerator
 
         buffer = QBuffer()

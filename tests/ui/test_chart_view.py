@@ -275,16 +275,14 @@ def test_chinook_revenue_per_country_reads_without_the_table(
     png = tmp_path / "countries.png"
     write_export(png, view.render_image(1600))
     image = QImage(str(png))
-    source = view.plot.getPlotItem().sceneBoundingRect()
-    scale = image.width() / source.width()
+    scale = image.width() / view.plot.width()  # the image is the widget as shown, scaled
     for item, rects in found:
         colour = QColor(item.opts["brush"])
         for rect in rects:
             if rect.height() * scale < 6:
                 continue
-            x = int((rect.center().x() - source.left()) * scale)
-            y = int((rect.top() - source.top()) * scale) + 4
-            seen = image.pixelColor(x, y)
+            top = view.plot.mapFromScene(QPointF(rect.center().x(), rect.top()))
+            seen = image.pixelColor(int(top.x() * scale), int(top.y() * scale) + 4)
             # (the faint grid lines are drawn over the bars: close to the colour, not equal)
             assert near(seen, colour), (rect, seen.name(), colour.name())
     # Hovering the USA revenue bar reads out its exact values (not 523.0600000000003).
@@ -327,3 +325,32 @@ def test_hovering_a_scatter_point_reads_out_its_row(qtbot: Any) -> None:
     hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(2.25, 30)), "price 2.25: sold 30")
     away = "Hover over the chart for exact values."
     hover_until(qtbot, view, lambda: box.mapViewToScene(QPointF(3.2, 12)), away)
+
+
+def test_the_exported_png_is_the_chart_as_shown_scaled_fonts_and_legend_included(
+    qtbot: Any, panel: SqlPanel, tmp_path: Path
+) -> None:
+    """A person exports the chart they see: at twice its width the PNG, scaled back down, is the
+    widget's own picture (names as large relative to the plot, the legend row whole)."""
+    with qtbot.waitSignal(panel.query_finished, timeout=10_000):
+        panel.run(CHINOOK_COUNTRIES)
+    view = panel.show_chart()
+    settle(qtbot, view)
+    assert view.legend is not None
+    png = tmp_path / "chart.png"
+    with qtbot.waitSignal(panel.export_finished, timeout=10_000):
+        panel.export_chart(png, "png")
+    exported = QImage(str(png)).convertToFormat(QImage.Format.Format_RGB32)
+    shown = view.plot.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    shown = shown.scaled(view.plot.size())  # a high-DPI grab has more pixels than the widget
+    assert exported.width() == 1600 > shown.width()
+    assert abs(exported.height() / exported.width() - shown.height() / shown.width()) < 0.01
+    small = exported.scaled(shown.size())
+    differ = sum(
+        1
+        for y in range(0, shown.height(), 3)
+        for x in range(0, shown.width(), 3)
+        if not near(small.pixelColor(x, y), shown.pixelColor(x, y), 60)
+    )
+    samples = len(range(0, shown.height(), 3)) * len(range(0, shown.width(), 3))
+    assert differ / samples < 0.03, differ / samples
