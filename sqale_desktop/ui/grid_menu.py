@@ -1,10 +1,11 @@
 """The result grid's context menu (on cells and on column headers).
 
 Copy, copy with headers, copy as CSV / TSV / JSON / Markdown, a column's values, the quick filter,
-and exporting the whole result (the query re-run to the end on the pool, not just the loaded
-pages).  The menu only emits what the grid and the panel already offer as methods, so every action
-is also reachable (and tested) without opening a menu.  The grid does not import this module: it
-emits ``menu_requested`` and ``attach_menu`` answers it.
+exporting the whole result (the query re-run to the end on the pool, not just the loaded pages),
+and, with a quick filter on, exporting the rows the filter shows.  The menu only emits what the
+grid and the panel already offer as methods, so every action is also reachable (and tested)
+without opening a menu.  The grid does not import this module: it emits ``menu_requested`` and
+``attach_menu`` answers it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ EXPORT_CHOICES: tuple[tuple[str, str], ...] = (
     ("tsv", "TSV…"),
     ("json", "JSON…"),
 )
-"""Export menu entries: (what ``SqlPanel.ask_export`` takes, label)."""
+"""Export menu entries: (the format ``SqlPanel.ask_export`` takes, label); the menu prefixes the
+scope (``whole:`` or ``filtered:``), so that the entry chosen is what is written, unasked."""
 
 
 def _short(name: str, limit: int = 32) -> str:
@@ -75,10 +77,16 @@ def build_grid_menu(grid: ResultGrid, column: int) -> QMenu:
     if grid.filter_active():
         menu.addAction("Clear filter", grid.clear_filter_requested.emit)
     menu.addSeparator()
+    if grid.filter_active():
+        shown = grid.model().rowCount()
+        filtered = menu.addMenu(f"Export the {shown:,} filtered row{'' if shown == 1 else 's'}")
+        filtered.setEnabled(has_rows)
+        for key, label in EXPORT_CHOICES:
+            filtered.addAction(label, _export(grid, f"filtered:{key}"))
     export = menu.addMenu("Export whole result")
     export.setEnabled(bool(columns))
     for key, label in EXPORT_CHOICES:
-        export.addAction(label, _export(grid, key))
+        export.addAction(label, _export(grid, f"whole:{key}"))
     return menu
 
 

@@ -105,10 +105,15 @@ class ResultExporter(QObject):
         return "filtered" if clicked is filtered else "whole" if clicked is whole else None
 
     def ask_export(self, choice: str = "csv") -> None:
-        """Ask where to write the result; ``choice`` is csv, csv-crlf (RFC 4180), tsv or json."""
+        """Ask where to write the result; ``choice`` is csv, csv-crlf (RFC 4180), tsv or json,
+        optionally after the scope the grid's menu chose (``whole:csv``, ``filtered:json``); without
+        one, a quick filter that is on makes it ask which rows."""
+        chosen, _, choice = choice.rpartition(":")
         fmt: ExportFormat = "csv" if choice.startswith("csv") else "tsv" if choice == "tsv" else "json"
         scope: Scope | None = "whole"
-        if self._grid.filter_active():
+        if chosen == "filtered" and self._grid.filter_active():
+            scope = "filtered"
+        elif not chosen and self._grid.filter_active():
             scope = self.ask_scope()
             if scope is None:
                 return

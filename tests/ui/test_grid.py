@@ -359,6 +359,42 @@ def test_export_with_a_filter_on_asks_which_rows(
     assert blocker.args == [str(tmp_path / "all.json"), 25]
 
 
+def test_the_menu_exports_a_quick_filters_rows_as_it_says(
+    qtbot: Any, panel: SqlPanel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a filter on, the right-click menu offers the filtered rows beside the whole result, and
+    each entry writes what it names without asking again."""
+    from sqale_desktop.ui.result_export import ResultExporter
+
+    run(qtbot, panel, "SELECT GenreId, Name FROM Genre ORDER BY GenreId")
+    panel.grid.filter_requested.emit(1, "contains", None)
+    qtbot.keyClicks(panel.filter_bar.text, "ro")
+    shown = [[panel.proxy.index(r, c).data(Qt.ItemDataRole.UserRole) for c in range(2)]
+             for r in range(panel.proxy.rowCount())]  # fmt: skip
+    assert 0 < len(shown) < 25
+    targets = iter([tmp_path / "filtered.csv", tmp_path / "whole.json"])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(next(targets)), ""))
+
+    def no_question(_self: ResultExporter) -> None:
+        raise AssertionError("the menu entry named the rows: nothing to ask")
+
+    monkeypatch.setattr(ResultExporter, "ask_scope", no_question)
+    found = actions(build_grid_menu(panel.grid, 1))
+    label = f"Export the {len(shown)} filtered rows"
+    assert {f"{label}/CSV…", f"{label}/JSON…", "Export whole result/JSON…"} <= set(found)
+    with qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker:
+        found[f"{label}/CSV…"].trigger()
+    assert blocker.args == [str(tmp_path / "filtered.csv"), len(shown)]
+    with (tmp_path / "filtered.csv").open(newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["GenreId", "Name"], *[[str(i), n] for i, n in shown]]
+    with qtbot.waitSignal(panel.export_finished, timeout=10_000) as blocker:
+        found["Export whole result/JSON…"].trigger()
+    assert blocker.args == [str(tmp_path / "whole.json"), 25]
+
+    panel.filter_bar.clear()
+    assert not any(name.startswith("Export the ") for name in actions(build_grid_menu(panel.grid, 1)))
+
+
 # -- wide results (issue 32 item 10) ---------------------------------------------------------------
 
 
