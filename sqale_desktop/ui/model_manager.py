@@ -73,7 +73,7 @@ class ModelManagerDialog(QDialog):
         engine: str = "llama",
     ) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Models")
+        self.setWindowTitle("Model Manager")  # the name of the menu item that opens it
         self.resize(820, 600)
         self._pool = pool
         self.registry = registry or Registry()
@@ -139,9 +139,14 @@ class ModelManagerDialog(QDialog):
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.setEnabled(False)
+        # One bar for whichever job runs (download, import, verify, convert), beside the line that
+        # names the job, shown only while it runs: inside the download box it read as a finished
+        # download after an import.
         self.progress = QProgressBar(self)
+        self.progress.setObjectName("jobProgress")
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
+        self.progress.hide()
         download = QGroupBox("Download from Hugging Face", self)
         download_layout = QVBoxLayout(download)
         row1 = QHBoxLayout()
@@ -159,7 +164,6 @@ class ModelManagerDialog(QDialog):
         row3.addWidget(self.cancel_button)
         for row in (row1, row2, row3):
             download_layout.addLayout(row)
-        download_layout.addWidget(self.progress)
 
         # When no GGUF build exists: convert the checkpoint here (core.models.convert).
         self.convert_source = QLineEdit(self)
@@ -194,6 +198,7 @@ class ModelManagerDialog(QDialog):
         layout.addWidget(download)
         layout.addWidget(convert)
         layout.addWidget(self.message)
+        layout.addWidget(self.progress)
         bottom = QHBoxLayout()
         bottom.addStretch(1)
         bottom.addWidget(close)
@@ -499,6 +504,7 @@ class ModelManagerDialog(QDialog):
     def _busy(self, text: str) -> None:
         self.message.setText(text)
         self.progress.setValue(0)
+        self.progress.show()
         self.cancel_button.setEnabled(True)
         for button in (
             self.download_button,
@@ -518,9 +524,10 @@ class ModelManagerDialog(QDialog):
         searching = self._search_job is not None
         for button in (self.download_button, self.find_button, self.get_button):
             button.setEnabled(not searching)
+        self.progress.hide()  # the message says how it ended
+        self.progress.setValue(0)
         self.refresh()
         if changed:
-            self.progress.setValue(self.progress.maximum())
             self.models_changed.emit()
 
     def _bytes_progress(self, value: tuple[int, int]) -> None:

@@ -261,3 +261,38 @@ def test_use_on_the_model_in_use_keeps_it_loaded(qtbot: Any, tmp_path: Path) -> 
         assert resolved == [] and window.runner.worker._engine is engine
     finally:
         assert window.shutdown()
+
+
+def test_after_an_import_no_download_bar_reads_full_and_the_title_is_the_menu_items(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QGroupBox, QProgressBar
+
+    from sqale_desktop.ui.main_window import MODEL_MANAGER_ACTION
+
+    resolved: list[Settings] = []
+    window = window_with_models(qtbot, tmp_path, resolved)
+    try:
+        seen: dict[str, Any] = {}
+
+        def import_one(dialog: ModelManagerDialog) -> None:
+            seen["title"] = dialog.windowTitle()
+            download = next(g for g in dialog.findChildren(QGroupBox) if g.title().startswith("Download"))
+            seen["bars_in_download"] = download.findChildren(QProgressBar)
+            seen["idle_bar_shown"] = dialog.progress.isVisible()
+            with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
+                dialog.import_file(smollm2())
+                seen["busy_bar_shown"] = dialog.progress.isVisible()
+            seen["after"] = (dialog.progress.isVisible(), dialog.message.text())
+
+        in_models_dialog(qtbot, window, import_one)
+        action = window.findChild(QAction, "model_manager")
+        assert action is not None and action.text() == MODEL_MANAGER_ACTION
+        assert seen["title"] == MODEL_MANAGER_ACTION.replace("&", "").rstrip("…")
+        assert seen["bars_in_download"] == []  # the Download box holds no bar an import fills
+        assert not seen["idle_bar_shown"] and seen["busy_bar_shown"]
+        shown, said = seen["after"]
+        assert not shown and said.startswith("Imported ")
+    finally:
+        assert window.shutdown()
