@@ -111,3 +111,27 @@ def test_a_follow_up_in_one_tab_never_continues_another_tabs_thread(
     episode = ask_by_keys(qtbot, window, other, "How many orders?")
     assert episode.follow_up is None and episode.earlier_questions == []
     assert chinook_page.chat.follow_up_of is chinook_page.chat.episodes[0]  # still waiting in its tab
+
+
+def test_a_thread_that_outgrows_the_context_is_carried_and_the_card_says_so(
+    qtbot: Any, history: History, chinook: Path
+) -> None:
+    small = MainWindow(
+        Settings(),
+        lambda: ReplayEngine(chinook_script(), chunk_chars=6, n_ctx=8192),
+        history=history,
+    )
+    qtbot.addWidget(small)
+    small.show()
+    try:
+        page = open_page(qtbot, small, chinook)
+        first = ask_by_keys(qtbot, small, page, "Which artists have the most albums?")
+        assert page.chat.episodes[0].follow_up_button is not None
+        qtbot.mouseClick(page.chat.episodes[0].follow_up_button, CLICK)
+        second = ask_by_keys(qtbot, small, page, "Only the top three?")
+        assert second.follow_up == "carried" and not second.prompt.startswith(first.prompt)
+        assert "Which artists have the most albums?" in second.prompt  # carried as text
+        card = page.chat.episodes[1].answer
+        assert card is not None and "earlier questions carried as text" in card.details.text()
+    finally:
+        assert small.shutdown()
