@@ -62,3 +62,17 @@ def test_a_users_own_columns_table_is_still_data(tmp_path: Path) -> None:
         box = ToolBox(db)
         assert box.call("list_tables", {}).text == "_columns, other"
         assert all(c.original is None for t in cached_schema(db).tables for c in t.columns)
+
+
+def test_the_command_lines_tools_list_only_the_data(tmp_path: Path) -> None:
+    """The way a person meets it without the window: ``sqale-desktop tool --db FILE.csv``."""
+    from tests.commands.subprocess_cli import run_cli
+
+    path = tmp_path / "odd.csv"
+    path.write_text("id,,Name,name\n1,a,b,c\n", encoding="utf-8")
+    listed = run_cli("tool", "--db", str(path), "list_tables")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == "odd"
+    note = run_cli("tool", "--db", str(path), "run_query", '{"sql": "SELECT count(*) AS n FROM _columns"}')
+    assert note.returncode == 0, note.stderr
+    assert note.stdout == "n\n4\n"
