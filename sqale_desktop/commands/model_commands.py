@@ -211,7 +211,7 @@ def run_import(args: argparse.Namespace) -> int:
     if args.select:
         _select(record.id)
     print(f"{record.id}\t{record.path}")
-    warning = _fitness(record.path, record.source_checkpoint)
+    warning = _fitness(Path(record.path), record.source_checkpoint)
     if warning:  # the model manager's words, at import, not first at the first question
         print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
