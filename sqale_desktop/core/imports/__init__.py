@@ -6,7 +6,8 @@ unchanged.  The database lives in the app's cache, never next to the source, one
 keyed by the source's path and checked against its size, mtime and SHA-256: it is reused while the
 source is unchanged and built again, with a note saying so, when it changed.  It is built in a
 temporary folder and renamed into place only when complete, so a cancelled or failed import leaves
-nothing that could be reused; the source is only ever read.
+nothing that could be reused; the source is only ever read.  The build itself (every reader of the
+file) runs in a child process under the memory cap, killed on Stop (:mod:`.isolated`).
 
 :func:`resolve_database` is what every open path calls: a SQLite file comes back as it is, any
 other supported source comes back as the path of its imported database.
@@ -27,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.imports import cache_bound
+from sqale_desktop.core.imports import cache_bound, isolated
+from sqale_desktop.core.imports.isolated import ImportCrashed
 from sqale_desktop.core.imports.progress import (
     ImportCancelled,
     ImportFailed,
@@ -40,6 +42,7 @@ from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
 __all__ = [
     "DIALOG_PATTERNS",
     "ImportCancelled",
+    "ImportCrashed",
     "ImportFailed",
     "ImportProgress",
     "ImportResult",
@@ -273,7 +276,8 @@ def import_source(
     # of one core that the import no longer waits for.
     hashing = _Hashing(members)
     try:
-        result = _build(source, kind, members, folder, db_path, progress, cancel)
+        # every reader of the file runs in a child process: see .isolated
+        result = isolated.build(source, kind, members, folder, db_path, progress, cancel)
         for entry, digest in zip(stats, hashing.result(), strict=True):
             entry["sha256"] = digest
     except FileNotFoundError as exc:

@@ -12,6 +12,15 @@ import pytest
 from tests.conftest import fingerprint, shared_data
 
 
+@pytest.fixture(autouse=True)
+def build_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The readers' tests patch the readers here, so their imports build in this process; the
+    child that the app runs every import in has its own tests (test_import_child.py)."""
+    from sqale_desktop.core.imports import isolated
+
+    monkeypatch.setattr(isolated, "IN_CHILD", False)
+
+
 @pytest.fixture
 def files() -> Path:
     return shared_data("files")

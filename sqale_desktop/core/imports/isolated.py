@@ -1,0 +1,164 @@
+"""Every import of a user's file runs in a child process the app can kill (``core.child``).
+
+The readers parse whatever a file holds: a workbook whose one cell at ``XFD1048576`` makes calamine
+ask for 512 GB (Rust aborts the process), a JSON of a million keys, a Parquet page that expands to
+gigabytes, a DuckDB view that runs for minutes.  In the app's own process each of those was the
+app's end, or a Stop that did nothing.  Here the whole build (:func:`sqale_desktop.core.imports._build`:
+every reader, the fast paths and the SQLite writer) runs in a child under the memory cap
+(``RLIMIT_AS``, the settings' figure), and:
+
+- only progress crosses the pipe: the child writes the SQLite file itself into the cache folder's
+  ``.building``, so the fast paths keep their speed;
+- Stop (the window's, Ctrl+C, closing the tab or the window) kills the child at once, whatever C
+  call it is in, and the parent removes ``.building`` and the child's private temporary folder
+  (the child's ``TMPDIR``): nothing is left;
+- the next import's child is started when one ends and imports Arrow and the readers while it
+  waits, so an import does not pay that second (the parent used to pay it once per session);
+- a crash, the memory cap or a bug in a reader is an :class:`ImportCrashed` (an ``ImportFailed``)
+  naming the file and what happened; the window does not restore a tab whose import crashed.
+
+The parent keeps what is cheap and reads no content but the hash: the cache's manifest, reuse,
+the source's SHA-256 (hashed beside the import) and the final rename (``core.imports``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqale_desktop.core import child
+from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, ImportProgress, ProgressFn
+
+if TYPE_CHECKING:
+    from sqale_desktop.core.imports import ImportResult
+
+MODULE = "sqale_desktop.core.imports.isolated"
+# False runs the build in this process: only for tests of the readers themselves, which patch
+# them here (tests/core/imports/conftest.py); the app, the CLI and the journeys never change it.
+IN_CHILD = True
+
+
+class ImportCrashed(ImportFailed):
+    """The importer's process died (a signal, the memory cap) or a reader hit a bug: the file, not
+    the app, is the problem; the message names the file and what happened."""
+
+
+def build(
+    source: Path,
+    kind: str,
+    members: list[Path],
+    folder: Path,
+    db_path: Path,
+    progress: ProgressFn | None,
+    cancel: threading.Event | None,
+) -> ImportResult:
+    """``core.imports._build`` in a child: the same :class:`ImportResult`, or the same errors."""
+    from sqale_desktop.core.imports import TableSummary, _build
+    from sqale_desktop.core.imports import progress as progress_mod
+
+    if not IN_CHILD:
+        return _build(source, kind, members, folder, db_path, progress, cancel)
+    plan = {
+        "report_interval_s": progress_mod.REPORT_INTERVAL_S,
+        "source": str(source.absolute()),
+        "kind": kind,
+        "members": [str(m.absolute()) for m in members],
+        "folder": str(folder.absolute()),
+        "db_path": str(db_path.absolute()),
+    }
+
+    def heard(message: child.Message) -> None:
+        if message.kind == "progress" and progress is not None:
+            progress(ImportProgress(**message.data))
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name = source.name
+    try:
+        done = child.run(MODULE, plan, what="the importer", cancel=cancel, on_message=heard, spare=True)
+    except BaseException as exc:
+        shutil.rmtree(folder / ".building", ignore_errors=True)  # a killed child cleans nothing
+        if isinstance(exc, child.ChildStopped):
+            raise ImportCancelled(f"Import of {name} stopped; nothing was kept.") from None
+        if isinstance(exc, child.ChildDied):
+            raise ImportCrashed(f"{name} could not be imported: {exc}; nothing was kept.") from None
+        if isinstance(exc, child.ChildFailed) and exc.kind == "known":
+            raise ImportFailed(str(exc)) from None
+        if isinstance(exc, child.ChildFailed) and exc.kind == "memory":
+            raise ImportCrashed(
+                f"{name} could not be imported: the importer {exc}; nothing was kept."
+            ) from None
+        if isinstance(exc, child.ChildFailed):
+            raise ImportCrashed(
+                f"{name} could not be imported: the importer failed ({exc}); nothing was kept."
+            ) from None
+        raise
+    from sqale_desktop.core.imports import ImportResult
+
+    data = done.data
+    return ImportResult(
+        db_path,
+        source,
+        str(data["summary"]),
+        [TableSummary(**t) for t in data["tables"]],
+        list(data["notes"]),
+        list(data["foreign_keys"]),
+    )
+
+
+def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from sqale_desktop.core import imports
+    from sqale_desktop.core.imports import progress
+
+    progress.REPORT_INTERVAL_S = float(plan.get("report_interval_s", progress.REPORT_INTERVAL_S))
+
+    def report(p: ImportProgress) -> None:
+        endpoint.say("progress", **asdict(p))
+
+    result = imports._build(
+        Path(plan["source"]),
+        str(plan["kind"]),
+        [Path(m) for m in plan["members"]],
+        Path(plan["folder"]),
+        Path(plan["db_path"]),
+        report,
+        None,  # Stop is the parent's kill
+    )
+    return {
+        "summary": result.summary,
+        "tables": [asdict(t) for t in result.tables],
+        "notes": result.notes,
+        "foreign_keys": result.foreign_keys,
+    }
+
+
+def child_main(argv: Sequence[str]) -> int:
+    """The child's entry (``--child-module sqale_desktop.core.imports.isolated``): plan on stdin.
+
+    The libraries every fast path needs are imported before the plan is read: a spare child
+    (``core.child.run(spare=True)``) does that while it waits, not while a person waits."""
+    del argv
+    import contextlib
+    import importlib
+
+    for name in (
+        "sqale_desktop.core.imports.builder",
+        "sqale_desktop.core.imports.fast_text",
+        "sqale_desktop.core.imports.fast_typed",
+        "sqale_desktop.core.imports.text",
+        "sqale_desktop.core.imports.json_source",
+        "sqale_desktop.core.imports.excel",
+        "sqale_desktop.core.imports.typed",
+        "sqale_desktop.core.imports.foreign_keys",
+        "pyarrow.csv",
+        "pyarrow.parquet",
+        "adbc_driver_sqlite.dbapi",
+        "python_calamine",
+    ):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    return child.serve(_serve)
