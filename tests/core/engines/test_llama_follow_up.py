@@ -71,3 +71,41 @@ def test_an_unknown_thread_is_tokenized_and_the_kept_ids_are_bounded(engine: Lla
     for number in range(THREADS_KEPT + 2):
         engine.new_session(SYSTEM + user_turn(f"question {number}")).close()
     assert len(engine._threads) == THREADS_KEPT
+
+
+def test_after_a_relaunch_the_thread_comes_back_from_its_saved_state(tiny_path: Path) -> None:
+    first = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    first.load()
+    text, ids = finished_thread(first, "How many tracks?")
+    first.close()
+    relaunched = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    relaunched.load()
+    try:
+        follow = relaunched.continue_session(text)
+        held = relaunched.evaluated_tokens
+        assert follow.history == ids and held == ids[: len(held)] and len(held) >= len(ids) - 2
+        follow.append("\n" + user_turn("And per album?"))
+        run(follow, 4, GREEDY)
+        assert follow.stats.evaluated_tokens == len(follow.history) - 1 - len(held)
+    finally:
+        relaunched.close()
+
+
+def test_without_saved_states_a_relaunch_evaluates_the_thread_again(
+    tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQALE_DESKTOP_NO_STATE_CACHE", "1")
+    first = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    first.load()
+    text, _ids = finished_thread(first, "How many tracks?")
+    first.close()
+    relaunched = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
+    relaunched.load()
+    try:
+        follow = relaunched.continue_session(text)
+        assert relaunched.evaluated_tokens == []
+        follow.append("\n" + user_turn("And per album?"))
+        run(follow, 2, GREEDY)
+        assert follow.stats.evaluated_tokens == len(follow.history) - 1  # all of it, honestly
+    finally:
+        relaunched.close()

@@ -21,6 +21,7 @@ Threads and waiting: ``thread_policy`` gives OpenMP threads a short bounded spin
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 import time
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core import paths
 from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import (
     EngineError,
@@ -63,6 +65,13 @@ THREADS_KEPT = 8
 """Finished sessions whose token ids are kept for follow-ups (a 12k-token thread is ~100 kB)."""
 
 _log = logging.getLogger(__name__)
+
+
+def _thread_key(fields: dict[str, object], prompt: str) -> str:
+    """The thread store's key: the state's fields and the thread's exact text (its ids are in the
+    file: a relaunched engine knows only the text)."""
+    digest = hashlib.sha256(prompt.encode("utf-8", errors="surrogatepass")).hexdigest()
+    return prefix_store.state_key({**fields, "thread_sha256": digest}, [])
 
 
 class LlamaEngine:
@@ -323,20 +332,78 @@ class LlamaEngine:
             if known is not None:
                 self._threads[prompt] = known  # most recently used
                 return LlamaSession(self, list(known), on_close=self._remember)
-            _log.info(
-                "follow-up: the thread's token ids are not held (another launch, or evicted); "
-                "tokenizing its text, and the model evaluates it again"
-            )
+            restored, reason = self._restore_thread(prompt)
+            if restored is not None:
+                return LlamaSession(self, restored, on_close=self._remember)
+            _log.info("follow-up: %s; tokenizing the thread's text, and the model evaluates it again", reason)
             vocabulary = self._loaded().vocabulary
             start = [vocabulary.bos] if vocabulary.add_bos else []
             return LlamaSession(self, start + vocabulary.tokenize(prompt), on_close=self._remember)
 
     def _remember(self, prompt: str, history: list[int]) -> None:
-        """Keep a closed session's ids by its text, for a follow-up (bounded, least recent out)."""
+        """Keep a closed session's ids by its text, for a follow-up (bounded, least recent out),
+        and the state memory holds of it in the thread store, for a follow-up after a relaunch."""
         self._threads.pop(prompt, None)
         self._threads[prompt] = list(history)
         while len(self._threads) > THREADS_KEPT:
             self._threads.pop(next(iter(self._threads)))
+        with self.entered():
+            self._save_thread(prompt, history)
+
+    def _thread_store(self) -> tuple[prefix_store.PrefixStore, dict[str, object]] | None:
+        if prefix_store.disabled() or self.model is None:
+            return None
+        store = prefix_store.PrefixStore(
+            paths.cache_dir() / prefix_store.THREADS_FOLDER,
+            max_entries=prefix_store.THREAD_ENTRIES,
+            max_bytes=prefix_store.THREAD_BYTES,
+        )
+        try:
+            # the model's content hash is kept by the system-turn store: hashed once per file
+            return store, self._state_fields(self.model, prefix_store.PrefixStore(), threading.Event())
+        except (OSError, DownloadCancelled):
+            return None
+
+    def _save_thread(self, prompt: str, history: list[int]) -> None:
+        """Save the state after what memory holds of ``history`` (a finished session), keyed by
+        the model, build and context (as the system turn's) and the thread's exact text."""
+        memory = self._memory
+        if memory is None:
+            return
+        held = memory.tokens
+        if not held or len(held) < len(history) - 2 or history[: len(held)] != held:
+            return  # memory moved on (another session): nothing of this thread to keep
+        found = self._thread_store()
+        if found is None:
+            return
+        store, fields = found
+        state = memory.snapshot()
+        if state is not None:
+            store.save(_thread_key(fields, prompt), held, state, {**fields, "history": history})
+
+    def _restore_thread(self, prompt: str) -> tuple[list[int] | None, str]:
+        """The ids of the thread saved under ``prompt``'s text, with memory restored to it; or
+        None and why not."""
+        self._loaded()
+        found = self._thread_store()
+        if found is None:
+            return None, "the thread's token ids are not held and no saved states are used"
+        store, fields = found
+        loaded = store.load(_thread_key(fields, prompt), None)
+        history = (loaded.fields or {}).get("history")
+        if loaded.state is None or not isinstance(history, list):
+            return None, loaded.problem or "no saved state of this thread (another model, build or context)"
+        held = list(loaded.tokens)
+        if history[: len(held)] != held:
+            return None, "the saved thread state does not match its ids"
+        memory = self.memory
+        memory.restore(loaded.state, held)
+        if memory.tokens != held:
+            if loaded.path is not None:
+                store.discard(loaded.path)
+            return None, "llama.cpp refused the saved thread state (deleted)"
+        _log.info("follow-up: the thread (%d tokens) restored from its saved state", len(held))
+        return [int(t) for t in history], ""
 
     def system_turn(self, prompt: str) -> list[int]:
         """The ids of ``prompt``'s leading system turn, through its first ``<|im_end|>``.

@@ -51,6 +51,11 @@ from sqale_desktop.core.units import MIB
 
 DISABLE_ENV = "SQALE_DESKTOP_NO_STATE_CACHE"
 FOLDER = "llama-state"
+THREADS_FOLDER = "llama-threads"
+"""Finished threads' states, for a follow-up after a relaunch: a folder (and bounds) of their own,
+so saving answers never evicts the system turn every launch restores."""
+THREAD_ENTRIES = 2
+THREAD_BYTES = 512 * MIB
 SUFFIX = ".state"
 MAX_ENTRIES = 4
 MAX_BYTES = 1024 * MIB
@@ -78,6 +83,10 @@ class Loaded:
     state: Any
     problem: str = ""
     path: Path | None = None
+    tokens: tuple[int, ...] = ()
+    """The ids the state was saved after (what ``load`` compared, or found when asked for any)."""
+    fields: dict[str, Any] | None = None
+    """The fields saved with the state (a thread's whole history rides here)."""
 
 
 def state_key(fields: dict[str, object], tokens: Sequence[int]) -> str:
@@ -112,8 +121,9 @@ class PrefixStore:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def load(self, key: str, tokens: Sequence[int]) -> Loaded:
-        """The state saved under ``key`` for exactly ``tokens``; a bad file is deleted and said so."""
+    def load(self, key: str, tokens: Sequence[int] | None) -> Loaded:
+        """The state saved under ``key`` for exactly ``tokens`` (None: whatever ids it was saved
+        after, which ``Loaded.tokens`` gives); a bad file is deleted and said so."""
         path = self.path_for(key)
         try:
             stream = path.open("rb")
@@ -122,13 +132,14 @@ class PrefixStore:
         except OSError as exc:
             return Loaded(None, f"could not read {path.name}: {exc.strerror or exc}", path)
         with stream:
-            problem, state = _read(stream, key, tokens, os.fstat(stream.fileno()).st_size)
+            problem, state, header = _read(stream, key, tokens, os.fstat(stream.fileno()).st_size)
         if problem:
             self.discard(path)
             return Loaded(None, f"{path.name} {problem}; deleted", path)
         with contextlib.suppress(OSError):
             os.utime(path)  # most recently used
-        return Loaded(state, "", path)
+        fields = header.get("fields")
+        return Loaded(state, "", path, tuple(header["tokens"]), fields if isinstance(fields, dict) else None)
 
     def discard(self, path: Path) -> None:
         with contextlib.suppress(OSError):
@@ -229,31 +240,34 @@ class PrefixStore:
         return data if isinstance(data, dict) else {}
 
 
-def _read(stream: Any, key: str, tokens: Sequence[int], size: int) -> tuple[str, Any]:
-    """(problem, state): the state read into a ctypes buffer, or what is wrong with the file."""
+def _read(stream: Any, key: str, tokens: Sequence[int] | None, size: int) -> tuple[str, Any, dict[str, Any]]:
+    """(problem, state, header): the state read into a ctypes buffer, or what is wrong with the file."""
     fixed = stream.read(_FIXED.size)
     if len(fixed) < _FIXED.size:
-        return f"is truncated ({size} bytes)", None
+        return f"is truncated ({size} bytes)", None, {}
     magic, version, header_len, state_len, crc = _FIXED.unpack(fixed)
     if magic != _MAGIC or version != FORMAT_VERSION:
-        return "is not a saved state of this version", None
+        return "is not a saved state of this version", None, {}
     expected = _FIXED.size + header_len + state_len
     if size != expected:
-        return f"is truncated or damaged ({size:,} bytes, expected {expected:,})", None
+        return f"is truncated or damaged ({size:,} bytes, expected {expected:,})", None, {}
     try:
         header = json.loads(stream.read(header_len).decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
-        return "has an unreadable header", None
+        return "has an unreadable header", None, {}
     if not isinstance(header, dict) or header.get("key") != key:
-        return "was saved for another model, backend or system prompt", None
-    if header.get("tokens") != list(tokens):
-        return "holds other token ids than this system turn", None
+        return "was saved for another model, backend or system prompt", None, {}
+    saved = header.get("tokens")
+    if not isinstance(saved, list) or not all(isinstance(t, int) for t in saved):
+        return "has unreadable token ids", None, {}
+    if tokens is not None and saved != list(tokens):
+        return "holds other token ids than this system turn", None, {}
     state = (ctypes.c_uint8 * state_len)()
     if stream.readinto(memoryview(state).cast("B")) != state_len:
-        return "is truncated", None
+        return "is truncated", None, {}
     if zlib.crc32(memoryview(state).cast("B")) != crc:
-        return "is damaged (checksum mismatch)", None
-    return "", state
+        return "is damaged (checksum mismatch)", None, {}
+    return "", state, header
 
 
 def _registered_sha256(model: Path, info: os.stat_result) -> str:
