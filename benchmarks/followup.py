@@ -14,8 +14,9 @@ Steps, in one process, with the app's state store in a temporary folder:
 3. a follow-up on that thread (continued: the engine still holds it) and a fresh question right
    after it, each timed the same way;
 4. a relaunch (a new engine on the same file, the system turn restored from the store) and a
-   follow-up on the stored thread's text: its token ids are not known to the new engine, so it
-   is evaluated again, which ``relaunch`` reports honestly.
+   follow-up on the last answer's stored text: the new engine restores the thread from its saved
+   state (``prefix_store``'s thread folder), or, where there is none, evaluates it again
+   (``relaunch_follow_up.evaluated_over_new`` says which).
 
 The JSON line (the last line printed): ``fresh`` / ``follow_up`` / ``fresh_after`` /
 ``relaunch_follow_up``, each with ``first_token_s``, ``evaluated_tokens`` and ``new_tokens``
@@ -140,10 +141,10 @@ def main() -> int:
         first, prompt = fresh(engine, protocol, opener, q1, think)
         thread = Thread(prompt, (q1,), ("SELECT 1",))
         followed, _ = follow_up(engine, protocol, opener, thread, q2, think)
-        after, _ = fresh(engine, protocol, opener, q3, think)
+        after, last = fresh(engine, protocol, opener, q3, think)
         engine.close()
         engine, relaunch = launch()
-        again, _ = follow_up(engine, protocol, opener, thread, q2, think)
+        again, _ = follow_up(engine, protocol, opener, Thread(last, (q3,), ("SELECT 1",)), q2, think)
         engine.close()
     print(
         json.dumps(

@@ -54,7 +54,7 @@ FOLDER = "llama-state"
 THREADS_FOLDER = "llama-threads"
 """Finished threads' states, for a follow-up after a relaunch: a folder (and bounds) of their own,
 so saving answers never evicts the system turn every launch restores."""
-THREAD_ENTRIES = 2
+THREAD_ENTRIES = 3
 THREAD_BYTES = 512 * MIB
 SUFFIX = ".state"
 MAX_ENTRIES = 4
