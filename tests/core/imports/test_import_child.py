@@ -86,11 +86,11 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def small_cap() -> object:
-    before = child.memory_limit_mb()
-    child.set_memory_limit_mb(768)
-    yield
-    child.set_memory_limit_mb(before)
+def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings' memory cap (the window hands it to the database pool) at 768 MB."""
+    from sqale_desktop.core.db import process
+
+    monkeypatch.setattr(process.POOL, "memory_mb", 768)
 
 
 def assert_nothing_left(source: Path, temp_dir: Path) -> None:
@@ -110,7 +110,7 @@ def big_csv(path: Path, rows: int = 400_000) -> Path:
 
 
 def test_a_workbook_that_makes_calamine_abort_is_a_message_naming_it(
-    tmp_path: Path, temp_dir: Path, small_cap: object
+    tmp_path: Path, temp_dir: Path, small_cap: None
 ) -> None:
     """1.9 KB of XML asks calamine for 512 GB: Rust aborts its process. That is the child's."""
     source = far_corner_workbook(tmp_path / "corner.xlsx")
@@ -122,7 +122,7 @@ def test_a_workbook_that_makes_calamine_abort_is_a_message_naming_it(
 
 
 def test_a_reader_that_allocates_past_the_cap_is_stopped_by_the_cap(
-    tmp_path: Path, temp_dir: Path, small_cap: object
+    tmp_path: Path, temp_dir: Path, small_cap: None
 ) -> None:
     """XFD10000: a grid of 164 million cells (gigabytes) against a 768 MB cap."""
     source = far_corner_workbook(tmp_path / "wide.xlsx", "XFD10000")
