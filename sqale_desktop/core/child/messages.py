@@ -82,11 +82,14 @@ def serve(work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None]) 
     sys.stdout = sys.stderr
     endpoint = Endpoint(out)
     stdin = sys.stdin.buffer
-    plan = json.loads(stdin.readline() or b"{}")
+    line = stdin.readline()
+    if not line:  # a spare whose parent ended (or never needed it): no work, nothing left
+        _orphaned(0)
+    plan = json.loads(line)
 
     def watch_parent() -> None:
         stdin.read()  # end of file: the parent closed its end or died
-        os._exit(3)
+        _orphaned(3)
 
     threading.Thread(target=watch_parent, name="child-parent-watch", daemon=True).start()
     endpoint.say("alive")  # started: from here the parent's step deadline (if any) applies
@@ -103,6 +106,18 @@ def serve(work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None]) 
         name = type(exc).__name__
         _exit(endpoint, 1, "error", error="bug", text=f"{name}: {exc}" if str(exc) else name)
     _exit(endpoint, 0, "done", **(result or {}))
+
+
+def _orphaned(status: int) -> NoReturn:
+    """The parent is gone: remove the private temporary folder it made for this child (the parent
+    cannot any more), then end."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    if os.path.basename(folder).startswith("sqale-child-"):
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(status)
 
 
 def _exit(endpoint: Endpoint, status: int, kind: Kind, **data: Any) -> NoReturn:
