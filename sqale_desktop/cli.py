@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        return run_app(files=[Path(f) for f in files], verbose=verbose)
+        # Absolute now, against the folder the command runs in: the tabs and the recent list keep
+        # them, and the next launch may start anywhere.
+        return run_app(files=[Path(os.path.abspath(f)) for f in files], verbose=verbose)
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help()
@@ -157,7 +160,6 @@ def _pipe_closed() -> int:
 
     stdout is pointed at /dev/null so that the interpreter's final flush does not raise again.
     """
-    import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

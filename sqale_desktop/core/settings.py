@@ -92,6 +92,8 @@ class Settings:
     theme: Theme = "system"
     open_databases: list[str] = field(default_factory=list)
     """The tabs open when the app last closed, reopened on start (empty: the demo shop)."""
+    active_database: str = ""
+    """The one of them that was in front; it comes back in front."""
     export_folder: str = ""  # where the last export went; the export dialog starts there
     speculation: Speculation = "off"
     csv_formulas: CsvFormulas = "keep"

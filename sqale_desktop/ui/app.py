@@ -9,7 +9,8 @@ open path, so a bad file gets the same message as Ctrl+O; the demo opens only wh
 
 ``SQALE_DESKTOP_QUIT_AFTER_SHOWN=1`` is a hook for tests, CI and ``benchmarks/startup.py``: once the
 window is shown the app prints ``{"event": "shown", ...}``, and once the launch's files (or the
-demo) have opened or failed it prints ``{"event": "ready", "tabs": [...], "errors": [...]}`` and
+demo) have opened or failed it prints ``{"event": "ready", "tabs": [...], "errors": [...]}`` (also
+the tabs' ``sources`` and ``names``, the ``current`` tab's index and the window's ``title``) and
 quits, each as one JSON line on stdout.
 """
 
@@ -160,7 +161,10 @@ def install_quit_hook(app: QApplication, window: MainWindow, opener: LaunchOpene
         emit(
             event="ready",
             tabs=[str(page.path) for page in window.pages()],
+            sources=[str(page.source) for page in window.pages()],
             names=[window.tabs.tabText(i) for i in range(window.tabs.count())],
+            current=window.tabs.currentIndex(),
+            title=window.windowTitle(),
             errors=opener.messages,
             timed_out=status != 0,
         )

@@ -2,7 +2,8 @@
 
 A tab that opens gets its database's stored conversation back (episodes in the chat, hand-run SQL
 in the query-history panel, the last SQL in the editor); SQL the user runs by hand is stored with
-it; Clear Conversation and Stored Conversations… delete it.  Episodes themselves are written by
+it; Clear Conversation and Stored Conversations… delete it.  A data file's conversation is kept
+under the file itself, not its copy in the import cache.  Episodes themselves are written by
 the ``EpisodeController``.  History trouble is reported, never allowed to stop the user's work.
 """
 
@@ -55,9 +56,8 @@ class Conversations(QObject):
         if self.history is None:
             return
         try:
-            conversation = self.history.conversation_for(page.path.resolve(), title=page.path.name)
-            page.conversation_id = conversation.id
-            entries = self.history.entries(conversation.id)
+            page.conversation_id = self._conversation_id(page)
+            entries = self.history.entries(page.conversation_id)
         except Exception as exc:
             self.error.emit(f"Could not read the conversation history: {exc}")
             return
@@ -73,21 +73,36 @@ class Conversations(QObject):
             else:
                 stub = Episode(
                     question=entry.question or "",
-                    db=str(page.path),
+                    db=str(page.source),
                     sql=entry.sql,
                     ended_by="error",
                     error=entry.error or "interrupted: the app closed while this episode ran",
                 )
                 page.chat.add_episode(EpisodeView.from_record(stub))
-        page.sql.history.set_runs(runs_from_entries(entries, page.path))
+        page.sql.history.set_runs(runs_from_entries(entries, page.source))
         if last_sql:
             page.open_sql(last_sql, run=False)  # where the user left off, ready to edit and run
+
+    def _conversation_id(self, page: DatabasePage) -> int:
+        """The conversation of what the user opened: a data file's is its source's (as
+        ``ask --db data.csv`` keeps it), so it outlives the cache copy and reopens the source.
+
+        One an older version kept under the cache copy's path, while the source has none yet,
+        is still this page's: its questions come back.
+        """
+        if page.source != page.path:
+            key = str(page.source.resolve())
+            legacy = str(page.path.resolve())
+            by_path = {c.db_path: c for c in self.history.list_conversations()}
+            if key not in by_path and legacy in by_path:
+                return int(by_path[legacy].id)
+        return int(self.history.conversation_for(page.source, title=page.display_name).id)
 
     def record_rerun(
         self, page: DatabasePage, sql: str, row_count: int | None, error: str | None, duration_ms: int
     ) -> None:
         """The user ran SQL by hand: list it in the query history and store it with the conversation."""
-        run = QueryRun(sql, datetime.now(UTC), page.path.name, duration_ms, row_count, error)
+        run = QueryRun(sql, datetime.now(UTC), page.display_name, duration_ms, row_count, error)
         if self.history is not None and page.conversation_id is not None:
             try:
                 entry_id = self.history.add_rerun(
@@ -109,7 +124,7 @@ class Conversations(QObject):
             answer = QMessageBox.question(
                 self._window,
                 "Clear the conversation",
-                f"Delete the questions, answers and query history kept for {page.path.name}? "
+                f"Delete the questions, answers and query history kept for {page.display_name}? "
                 "The database itself is not touched.",
             )
             if answer != QMessageBox.StandardButton.Yes:
@@ -118,15 +133,13 @@ class Conversations(QObject):
             try:
                 with contextlib.suppress(KeyError):  # already deleted (Stored Conversations…)
                     self.history.delete_conversation(page.conversation_id)
-                page.conversation_id = self.history.conversation_for(
-                    page.path.resolve(), title=page.path.name
-                ).id
+                page.conversation_id = self.history.conversation_for(page.source, title=page.display_name).id
             except Exception as exc:
                 self.error.emit(f"Could not clear the conversation: {exc}")
                 return False
         page.chat.clear()
         page.sql.history.set_runs([])
-        self.message.emit(f"Cleared the conversation about {page.path.name}.")
+        self.message.emit(f"Cleared the conversation about {page.display_name}.")
         return True
 
     def show_dialog(self) -> None:

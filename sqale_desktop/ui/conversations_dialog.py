@@ -3,7 +3,8 @@
 The history store keeps every conversation (``core.history``); without this dialog the only way to
 forget one would be deleting the app's data folder.  Deleting removes its questions, episode traces
 and query history; the database file itself is never touched.  Open (or a double-click) opens the
-conversation's database in a tab, where the conversation comes back.
+conversation's database in a tab, where the conversation comes back; a data file's conversation
+opens the data file (imported again if it changed), never its copy in the import cache.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sqale_desktop.core.imports.copies import source_of_copy
+
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
-"""The item's database file."""
+"""The file to open for the item: the database, or the data file (CSV, workbook, folder) that was
+imported, which opening imports again if it changed."""
 
 
 class ConversationsDialog(QDialog):
@@ -67,10 +71,14 @@ class ConversationsDialog(QDialog):
         self.list.clear()
         for conversation in self.history.list_conversations():
             when = conversation.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
-            item = QListWidgetItem(f"{conversation.title}  —  last used {when}")
-            item.setToolTip(conversation.db_path)
+            # Kept by an older version under an import's cache copy: it is about the source.
+            source = source_of_copy(conversation.db_path)
+            path = str(source) if source is not None else conversation.db_path
+            title = source.name if source is not None else conversation.title
+            item = QListWidgetItem(f"{title}  —  last used {when}")
+            item.setToolTip(path)
             item.setData(Qt.ItemDataRole.UserRole, conversation.id)
-            item.setData(PATH_ROLE, conversation.db_path)
+            item.setData(PATH_ROLE, path)
             self.list.addItem(item)
         self.delete_button.setEnabled(self.list.count() > 0)
         self._selection_changed()

@@ -1,7 +1,12 @@
-"""One open database: its schema tree, its conversation and its SQL editor with the result grid."""
+"""One open database: its schema tree, its conversation and its SQL editor with the result grid.
+
+A data file's page reads the import's copy in the cache (``path``) but is named after the file the
+user opened (``source``, ``display_name``).
+"""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -37,10 +42,16 @@ class DatabasePage(QWidget):
         schema: Schema,
         pool: TaskPool,
         parent: QWidget | None = None,
+        source: Path | None = None,
     ) -> None:
         super().__init__(parent)
         self.db = db
         self.path: Path = db.path
+        """The SQLite file the page reads: the database itself, or an import's copy in the cache."""
+        self.source: Path = source if source is not None else db.path
+        """What the user opened (a CSV, a workbook, a folder, or the database): every name a
+        person reads (tab, title, status, conversation) is this one's, never the cache copy's."""
+        self.display_name = self.source.name
         self.conversation_id: int | None = None
         self._pool = pool
         self._count_job: JobContext | None = None
@@ -55,8 +66,8 @@ class DatabasePage(QWidget):
         schema_box = QWidget(self)
         schema_layout = QVBoxLayout(schema_box)
         schema_layout.setContentsMargins(0, 0, 0, 0)
-        title = QLabel(f"<b>{db.name}</b>", schema_box)
-        title.setToolTip(str(db.path))
+        title = QLabel(f"<b>{html.escape(self.display_name)}</b>", schema_box)
+        title.setToolTip(str(self.source) if source is None else f"{self.source}\nImported copy: {db.path}")
         schema_layout.addWidget(title)
         if db.notes:
             note = QLabel("ⓘ " + "; ".join(db.notes), schema_box)
@@ -108,7 +119,7 @@ class DatabasePage(QWidget):
             if lines and lines != ["ok"]:
                 problems = "; ".join(line.replace("\n", " ") for line in lines[:3])
                 self.damaged.emit(
-                    f"{db.name} is damaged (SQLite's integrity check: {problems}). "
+                    f"{self.display_name} is damaged (SQLite's integrity check: {problems}). "
                     "Answers may be wrong or incomplete."
                 )
 
@@ -118,7 +129,7 @@ class DatabasePage(QWidget):
             if isinstance(exc, CorruptDatabase):
                 self.damaged.emit(str(exc))
             elif not isinstance(exc, QueryTimeout | QueryInterrupted):
-                self.damaged.emit(f"The integrity check of {db.name} failed: {exc}")
+                self.damaged.emit(f"The integrity check of {self.display_name} failed: {exc}")
 
         self._check_job = self._pool.start(job, finished=done, failed=failed)
 

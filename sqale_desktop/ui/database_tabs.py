@@ -4,10 +4,19 @@ Opening a file runs on the pool (the file is checked, opened read-only and its s
 slow disk never freezes the window; a file that cannot be used is reported through ``error``, for
 the banner at the top, not a dialog box in the way and not a crash.  What the window does with a
 page (its chat, its conversation, the status bar) it does on this object's signals.
+
+Every path is made absolute the moment it is asked for (:func:`absolute`): the open tabs, the
+recent list and the active tab are read again by a launch that may start in another folder.  Opens
+run in parallel and end in any order, so each takes a number when it is asked for and its tab goes
+among the others by that number: tabs stand in the order they were asked for (the command line's,
+the file dialog's, last session's), and one that ends late does not take the front from a tab
+asked for after it.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +38,7 @@ from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
 from sqale_desktop.core.imports import ImportProgress, ImportResult, kind_of, resolve_database
 from sqale_desktop.core.imports.preview import Preview, preview_source
+from sqale_desktop.core.imports.progress import ImportCancelled
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.result_model import ResultTableModel
@@ -82,12 +92,18 @@ class DatabaseTabs(QObject):
         # An imported page's source (a CSV, a workbook, a folder): its tab, the recent list and
         # the restored tabs name the source, not the copy in the cache.
         self._sources: dict[DatabasePage, ImportResult] = {}
-        # The tabs being restored, in the order they had: they open in parallel, and each takes
-        # its old place among the others rather than the order their jobs happen to end in.
-        self._restore_order: list[Path] = []
+        # The number each open took when it was asked for, by its tab (page or importing tab).
+        self._tickets = itertools.count()
+        self._order: dict[QWidget, int] = {}
+        self._front_ticket = -1  # the latest-asked open brought to the front so far
+        # The restored tabs not answered yet (path -> number), and the one to come back in front:
+        # until they are answered, what is saved keeps them, so a quit meanwhile loses nothing.
+        self._restoring: dict[Path, int] = {}
+        self._restore_front: Path | None = None
         self._closed = False
         self.recent_menu = QMenu("Open &Recent", window)
         tabs.tabCloseRequested.connect(self.close_tab)
+        tabs.currentChanged.connect(lambda _index: self._remember_open_tabs())
         self.refresh_recent_menu()
 
     def pages(self) -> list[DatabasePage]:
@@ -104,13 +120,12 @@ class DatabaseTabs(QObject):
             i = self._tabs.indexOf(page)
             busy = page is running
             imported = self._sources.get(page)
-            label = imported.source.name if imported else page.db.name
-            self._tabs.setTabText(i, ("● " if busy else "") + label)
+            self._tabs.setTabText(i, ("● " if busy else "") + page.display_name)
             tip = imported.details() if imported else str(page.path)
             self._tabs.setTabToolTip(i, tip + ("\nThe agent is working here." if busy else ""))
             if running is not None and not busy:
                 reason = (
-                    f"Ask waits: the agent is answering in {running.db.name} (tab {index + 1}). "
+                    f"Ask waits: the agent is answering in {running.display_name} (tab {index + 1}). "
                     "Stop it there or wait for its answer."
                 )
             elif not has_engine:
@@ -127,29 +142,47 @@ class DatabaseTabs(QObject):
             page.sql.db.time_limit_s = seconds
 
     # opening --------------------------------------------------------------------------------
-    def open_demo(self) -> None:
+    def open_demo(self, front: bool = True) -> None:
         from sqale_desktop.core.demo import ensure_demo_database
 
-        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database")
+        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database", front)
 
-    def open_job(self, make_path: Any, what: str) -> None:
-        """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns."""
+    def open_job(self, make_path: Any, what: str, front: bool = True) -> None:
+        """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns,
+        in the place of the moment it was asked for."""
         self.message.emit(f"Preparing {what}…")
-        self._pool.start(make_path, finished=self.open_database, failed=self._preparing_failed)
+        ticket = next(self._tickets)
+        self._pool.start(
+            make_path,
+            finished=lambda path: self.open_database(path, front=front, _ticket=ticket),
+            failed=self._preparing_failed,
+        )
+
+    def open_databases(self, paths: list[Path]) -> None:
+        """Open ``paths`` (the file dialog's selection), in tabs in that order; the last in front."""
+        for path in paths:
+            self.open_database(path)
 
     def _preparing_failed(self, exc: BaseException) -> None:
         self.error.emit(str(exc))
         self.open_failed.emit(str(exc))  # the open it was for is answered, as a file's failure is
 
-    def open_database(self, path: Path) -> None:
-        """Open ``path`` on the pool; a database already open is brought to the front."""
-        path = Path(path).expanduser()
-        for index, page in enumerate(self.pages()):
+    def open_database(self, path: Path, front: bool = True, _ticket: int | None = None) -> None:
+        """Open ``path`` on the pool; a database already open is brought to the front.
+
+        ``front``: its tab comes to the front once open (unless a tab asked for after it already
+        did); restored tabs other than the one that was in front open behind it.
+        """
+        path = absolute(path)
+        for page in self.pages():
             if _same_file(self.source_of(page), path):
-                self._tabs.setCurrentIndex(index)
+                if front:
+                    self._tabs.setCurrentWidget(page)
+                self._restore_answered(path)
                 return
         if path in self._opening:
             return
+        ticket = next(self._tickets) if _ticket is None else _ticket
         time_limit = self._settings().query_time_limit_s
 
         def job(ctx: JobContext) -> tuple[ReadOnlyDatabase, Schema, ImportResult | None]:
@@ -176,7 +209,7 @@ class DatabaseTabs(QObject):
         def show_tab() -> None:
             if not importing and not self._closed and not ended:
                 importing.append(_ImportingTab(path.name, self.stop_opening))
-                self._tabs.setCurrentIndex(self._tabs.addTab(importing[0], path.name))
+                self._place(importing[0], path.name, ticket, front)
                 self._tabs.show()
                 self._empty.hide()
                 for shown in preview:
@@ -205,6 +238,7 @@ class DatabaseTabs(QObject):
             preview.clear()
             for tab in importing:
                 self._tabs.removeTab(self._tabs.indexOf(tab))
+                self._order.pop(tab, None)
                 tab.deleteLater()
                 if self._tabs.count() == 0:
                     self._tabs.hide()
@@ -213,7 +247,7 @@ class DatabaseTabs(QObject):
 
         self._opening[path] = self._pool.start(
             job,
-            finished=lambda result: done(lambda: self._opened(path, *result)),
+            finished=lambda result: done(lambda: self._opened(path, ticket, front, *result)),
             failed=lambda exc: done(lambda: self._open_failed(path, exc)),
             progress=report,
         )
@@ -231,21 +265,28 @@ class DatabaseTabs(QObject):
         return imported.source if imported is not None else page.path
 
     def _opened(
-        self, path: Path, db: ReadOnlyDatabase, schema: Schema, imported: ImportResult | None = None
+        self,
+        path: Path,
+        ticket: int,
+        front: bool,
+        db: ReadOnlyDatabase,
+        schema: Schema,
+        imported: ImportResult | None = None,
     ) -> None:
         self._opening.pop(path, None)
         if self._closed:
             db.close()
             return
-        page = DatabasePage(db, schema, self._pool, self._window)
+        # The source as the user named it (absolute), not the copy in the cache.
+        source = path if imported is not None else None
+        page = DatabasePage(db, schema, self._pool, self._window, source=source)
         if imported is not None:
             self._sources[page] = imported
         self.page_created.emit(page)
-        index = self._tabs.insertTab(
-            self._restored_index(path), page, imported.source.name if imported else db.name
-        )
+        in_front = front or self._restore_front == path
+        self._restore_answered(path)
+        index = self._place(page, page.display_name, ticket, in_front)
         self._tabs.setTabToolTip(index, imported.details() if imported else str(db.path))
-        self._tabs.setCurrentIndex(index)
         self._tabs.show()
         self._empty.hide()
         self._settings().add_recent_database(str(path))
@@ -255,24 +296,33 @@ class DatabaseTabs(QObject):
         if imported is not None:
             self.message.emit(imported.summary + (" (imported before, unchanged)" if imported.reused else ""))
 
-    def _restored_index(self, path: Path) -> int:
-        """Where a tab goes: after the restored tabs that came before it, else at the end."""
-        rank = self._rank(path)
-        if rank is None:
-            return self._tabs.count()
-        before = 0
-        for page in self.pages():
-            other = self._rank(self.source_of(page))
-            if other is not None and other < rank:
-                before += 1
-        return before
+    def _place(self, tab: QWidget, label: str, ticket: int, front: bool) -> int:
+        """Put ``tab`` before the first tab asked for after it (else last); to the front if
+        ``front`` and no tab asked for later came to the front already.  Returns its index."""
+        later = [self._tabs.indexOf(w) for w, t in self._order.items() if t > ticket]
+        index = min((i for i in later if i >= 0), default=self._tabs.count())
+        self._order[tab] = ticket
+        index = self._tabs.insertTab(index, tab, label)
+        if front and ticket >= self._front_ticket:
+            self._front_ticket = ticket
+            self._tabs.setCurrentIndex(index)
+        return index
 
-    def _rank(self, path: Path) -> int | None:
-        return next((i for i, saved in enumerate(self._restore_order) if _same_file(saved, path)), None)
+    def _restore_answered(self, path: Path) -> None:
+        """A restored tab opened or failed: what is saved follows the tabs from now on."""
+        self._restoring.pop(path, None)
+        if self._restore_front == path:
+            self._restore_front = None
 
     def _open_failed(self, path: Path, exc: BaseException) -> None:
         self._opening.pop(path, None)
-        self.error.emit(f"Could not open {path.name}: {exc}")
+        self._restore_answered(path)
+        if isinstance(exc, ImportCancelled):
+            # A Stop the person chose is news, not an error: a line in the status bar, never the
+            # red banner (issue 32, item 11).  The open is answered all the same.
+            self.message.emit(str(exc))  # "Import of orders.csv stopped; nothing was kept."
+        else:
+            self.error.emit(f"Could not open {path.name}: {exc}")
         self.open_failed.emit(str(exc))
 
     def restore_tabs(self) -> int:
@@ -280,20 +330,50 @@ class DatabaseTabs(QObject):
         demo shop.  Returns how many opens started: each ends in ``opened`` or ``open_failed``."""
         from sqale_desktop.core.demo import is_demo_database
 
+        settings = self._settings()
         saved: list[Path] = []
-        for entry in self._settings().open_databases:
-            if not any(_same_file(Path(entry), seen) for seen in saved):
-                saved.append(Path(entry))
+        for entry in settings.open_databases:
+            # An entry saved relative by an older version can only mean the folder started in.
+            path = absolute(entry)
+            if not any(_same_file(path, seen) for seen in saved):
+                saved.append(path)
         if not saved:
             self.open_demo()
             return 1
-        self._restore_order = saved
+        front = absolute(settings.active_database) if settings.active_database else None
+        if front is not None:
+            front = next((p for p in saved if _same_file(p, front)), None)
+        self._restore_front = front
         for path in saved:
+            # Asked for in their order: each takes its old place whenever its open ends.
+            self._restoring[path] = next(self._tickets)
+        for path in saved:
+            ticket = self._restoring[path]
+            # Without a tab saved in front (an older version's settings), the last one.
+            in_front = path == front if front is not None else path == saved[-1]
             if is_demo_database(path):
-                self.open_demo()  # regenerated when the app's demo changed
+                # Regenerated when the app's demo changed; the demo's path is the same file.
+                self._open_demo_restored(path, ticket, in_front)
             else:
-                self.open_database(path)
+                self.open_database(path, front=in_front, _ticket=ticket)
         return len(saved)
+
+    def _open_demo_restored(self, path: Path, ticket: int, front: bool) -> None:
+        from sqale_desktop.core.demo import ensure_demo_database
+
+        self.message.emit("Preparing the demo database…")
+
+        def made(demo: Path) -> None:
+            if not _same_file(absolute(demo), path):  # the app's demo moved: it takes the old place
+                self._restore_answered(path)
+                self._restoring[absolute(demo)] = ticket
+            self.open_database(demo, front=front, _ticket=ticket)
+
+        def failed(exc: BaseException) -> None:
+            self._restore_answered(path)
+            self._preparing_failed(exc)
+
+        self._pool.start(lambda _ctx: ensure_demo_database(), finished=made, failed=failed)
 
     def refresh_recent_menu(self) -> None:
         settings = self._settings()
@@ -310,6 +390,7 @@ class DatabaseTabs(QObject):
             return
         self.closing.emit(page)
         page.close_database()
+        self._order.pop(page, None)
         self._tabs.removeTab(index)
         self._remember_open_tabs()
         self._sources.pop(page, None)
@@ -347,9 +428,23 @@ class DatabaseTabs(QObject):
         page.deleteLater()
 
     def _remember_open_tabs(self) -> None:
+        """Save the open tabs in their order, and the one in front (absolute paths, all of them).
+
+        Restored tabs still opening keep their places, and the tab that was in front stays the
+        one saved until it is answered: a quit before the restore ends loses none of them.
+        """
         if self._closed:
             return  # closing the window closes tabs; they are to come back next time
-        self._settings().open_databases = [str(self.source_of(page)) for page in self.pages()]
+        entries = [(self._order.get(page, -1), self.source_of(page)) for page in self.pages()]
+        for path, ticket in self._restoring.items():
+            at = next((i for i, (t, _) in enumerate(entries) if t > ticket), len(entries))
+            entries.insert(at, (ticket, path))
+        settings = self._settings()
+        settings.open_databases = [str(path) for _, path in entries]
+        current = self.current_page()
+        # An importing tab in front is not yet a tab to come back: the one saved stays.
+        if self._restore_front is None and not isinstance(self._tabs.currentWidget(), _ImportingTab):
+            settings.active_database = str(self.source_of(current)) if current is not None else ""
         self._save_settings()
 
 
@@ -401,6 +496,12 @@ class _ImportingTab(QWidget):
         self.preview.show()
         self._top.hide()
         self._bottom.hide()
+
+
+def absolute(path: Path | str) -> Path:
+    """``path`` with ``~`` expanded, made absolute against the folder the app runs in now, ``..``
+    folded away: remembered, it names the same file to a launch from any other folder."""
+    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def _same_file(a: Path, b: Path) -> bool:

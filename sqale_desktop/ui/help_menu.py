@@ -35,7 +35,8 @@ from sqale_desktop.core import paths
 
 Keys = QKeySequence.StandardKey | str
 SHORTCUTS: tuple[tuple[Keys, str], ...] = (
-    (QKeySequence.StandardKey.Open, "Open a database"),
+    (QKeySequence.StandardKey.Open, "Open databases or data files (several at once)"),
+    ("Ctrl+Shift+O", "Open a folder of data files"),
     (QKeySequence.StandardKey.Close, "Close the current tab"),
     ("Ctrl+PgDown", "Next tab"),
     ("Ctrl+PgUp", "Previous tab"),
@@ -61,10 +62,11 @@ def bindings(keys: Keys) -> list[QKeySequence]:
 
 HELP_TEXT = """\
 <p>Open a SQLite database, a data file (CSV, TSV, delimited TXT, JSON, JSONL, their .gz, an Excel
-or OpenDocument workbook, Parquet, DuckDB) or a folder of data files (Ctrl+O, drop it on the
-window, or File → Open Recent); a data file is imported into the app's cache, never next to it.
-Each database has its own tab, conversation and schema tree. Type a question and press Enter: the
-agent explores the database with its tools, and its query opens in the editor with its result.</p>
+or OpenDocument workbook, Parquet, DuckDB) or a folder of data files (Ctrl+O, File → Open Folder…,
+drop it on the window, or File → Open Recent); a data file is imported into the app's cache, never
+next to it. Each database has its own tab, conversation and schema tree. Type a question and press
+Enter: the agent explores the database with its tools, and its query opens in the editor with its
+result.</p>
 <p>Without a model, browsing and SQL work; Tools → Model Manager… downloads one. The database is
 only ever opened read-only.</p>"""
 

@@ -59,6 +59,8 @@ MODEL_MANAGER_ACTION = "Model &Manager…"
 """The Tools menu's entry for the model manager: every message names it "Tools → Model Manager…"."""
 MODEL_AFFECTING = ("engine", "server_url", "model_id", "gpu_layers", "n_threads", "n_ctx")
 """Settings that change the loaded engine; any other change (theme, limits, rows, sampling) keeps it."""
+OPEN_FOLDER_KEYS = "Ctrl+Shift+O"
+"""File → Open Folder…'s shortcut (Ctrl+O's, with Shift)."""
 RECORDING_DELAY_S = 0.03
 """Pause between streamed chunks of the recorded demo episode: readable, about 250 characters/s."""
 
@@ -140,8 +142,8 @@ class MainWindow(QMainWindow):
         self.tabs.setMovable(True)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.empty = QLabel(
-            "<h2>No database open</h2><p>Open a SQLite file with <b>Ctrl+O</b>, drop one here, "
-            "or pick one from File → Open Recent.</p>",
+            "<h2>No database open</h2><p>Open a SQLite or data file with <b>Ctrl+O</b>, a folder of "
+            "data files with <b>Ctrl+Shift+O</b>, drop one here, or pick one from File → Open Recent.</p>",
             central,
         )
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -185,9 +187,16 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         open_action = QAction("&Open Database…", self)
+        open_action.setObjectName("open")
         open_action.setShortcuts(QKeySequence.StandardKey.Open)
         open_action.triggered.connect(self.ask_open)
         file_menu.addAction(open_action)
+        folder_action = QAction("Open &Folder…", self)
+        folder_action.setObjectName("open_folder")
+        folder_action.setToolTip("Open a folder of data files as one database, a table per file")
+        folder_action.setShortcut(QKeySequence(OPEN_FOLDER_KEYS))
+        folder_action.triggered.connect(self.ask_open_folder)
+        file_menu.addAction(folder_action)
         file_menu.addMenu(self.databases.recent_menu)
         demo_action = QAction("Open the &Demo Shop", self)
         demo_action.triggered.connect(self.open_demo)
@@ -242,16 +251,23 @@ class MainWindow(QMainWindow):
         return self.databases.current_page()
 
     def ask_open(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(
+        """Ctrl+O: one or several files (each its own tab, in the order chosen)."""
+        names, _ = QFileDialog.getOpenFileNames(
             self,
-            "Open SQLite database",
+            "Open databases or data files",
             "",
             "Databases and data files (*.sqlite *.sqlite3 *.db *.db3 *.anki2 " + DIALOG_PATTERNS + ");;"
             "SQLite databases (*.sqlite *.sqlite3 *.db *.db3 *.anki2);;"
             "Data files: CSV, TSV, JSON, Excel, Parquet, DuckDB (" + DIALOG_PATTERNS + ");;All files (*)",
         )
-        if name:
-            self.open_database(Path(name))
+        self.databases.open_databases([Path(name) for name in names])
+
+    def ask_open_folder(self) -> None:
+        """File → Open Folder…: a folder of data files opens as one database (as a dropped folder
+        or one named on the command line does); a file dialog cannot pick a folder."""
+        folder = QFileDialog.getExistingDirectory(self, "Open a folder of data files", "")
+        if folder:
+            self.open_database(Path(folder))
 
     def open_database(self, path: Path) -> None:
         """Open ``path`` in a tab (on the pool); a database already open is brought to the front."""
@@ -285,7 +301,7 @@ class MainWindow(QMainWindow):
         self.model_advice.large_schema_hint(page)
         self._refresh_ask_state()
         self.banner.clear_topic("open")  # a file opened: an earlier "Could not open" is answered
-        self.show_message(f"Opened {page.db.name}: {len(schema.visible())} tables and views.", page)
+        self.show_message(f"Opened {page.display_name}: {len(schema.visible())} tables and views.", page)
         self.database_opened.emit(page)
 
     def _page_closing(self, page: DatabasePage) -> None:
@@ -294,7 +310,7 @@ class MainWindow(QMainWindow):
 
     def _tab_changed(self, _index: int) -> None:
         page = self.current_page()
-        self.setWindowTitle(f"{page.db.name} — SQaLe Desktop" if page is not None else "SQaLe Desktop")
+        self.setWindowTitle(f"{page.display_name} — SQaLe Desktop" if page is not None else "SQaLe Desktop")
         self.status.set_current(page)  # that tab's news and context figure, never another's
         self._refresh_ask_state()
 
@@ -347,7 +363,7 @@ class MainWindow(QMainWindow):
         self.status.clear_context()
         recording = runtime is not None and runtime.kind == "recording"
         what = "Playing the recorded answer" if recording else "The agent is working"
-        self.show_message(f"{what} in {page.db.name}…", page)  # never the last episode's "Stopped."
+        self.show_message(f"{what} in {page.display_name}…", page)  # never the last episode's "Stopped."
         self._refresh_ask_state()
         return episode_id
 
@@ -365,7 +381,7 @@ class MainWindow(QMainWindow):
             self.show_message("Stopping…", page)
         elif running is not None:
             self.show_message(
-                f"The agent is answering in {running.db.name}; Stop (or Esc) on that tab stops it."
+                f"The agent is answering in {running.display_name}; Stop (or Esc) on that tab stops it."
             )
         if page is not None:
             page.stop_queries()

@@ -17,7 +17,7 @@ def run_cli(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.Compl
 
 def run_python(*argv: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """``python argv…`` from the repository, finished, with its text output (as :func:`run_cli`)."""
-    options: dict[str, Any] = {"capture_output": True, **kwargs}
+    options: dict[str, Any] = {"capture_output": True, "cwd": REPO_ROOT, **kwargs}  # cwd=: another folder
     if "stdout" in kwargs or "stderr" in kwargs:
         options.pop("capture_output")
-    return subprocess.run([sys.executable, *argv], text=True, cwd=REPO_ROOT, timeout=timeout, **options)
+    return subprocess.run([sys.executable, *argv], text=True, timeout=timeout, **options)

@@ -29,7 +29,7 @@ def wait_tabs(qtbot: Any, window: Any, count: int) -> None:
 
 def press_ctrl_o(qtbot: Any, window: Any, monkeypatch: pytest.MonkeyPatch, path: Path, opens: bool) -> None:
     """Ctrl+O, and the file dialog answers ``path`` (a native dialog cannot be driven offscreen)."""
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *_a, **_k: (str(path), "")))
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", staticmethod(lambda *_a, **_k: ([str(path)], "")))
     signal = window.database_opened if opens else window.open_failed
     with qtbot.waitSignal(signal, timeout=30_000):
         qtbot.keyClick(window, Qt.Key.Key_O, CTRL)

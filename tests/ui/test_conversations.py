@@ -139,3 +139,62 @@ def test_the_stored_conversations_dialog_opens_one(
         qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
     assert opened.args == [str(northwind.resolve())]
     assert dialog.result() == dialog.DialogCode.Accepted
+
+
+def test_a_data_file_keeps_its_conversation_under_itself_and_an_old_one_is_found(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    """Issue 32, item 5: a CSV's page stores its conversation under the CSV, titled after it; one
+    an older version kept under the cache copy's path comes back on that page, and Stored
+    Conversations… names the CSV and asks to open the CSV, not `….csv.sqlite`."""
+    from PySide6.QtCore import Qt
+
+    from sqale_desktop.core.imports import import_source
+    from sqale_desktop.ui.conversations_dialog import ConversationsDialog
+
+    source = tmp_path / "orders.csv"
+    source.write_text("id,total\n1,9.5\n2,3.25\n", encoding="utf-8")
+    other = tmp_path / "refunds.csv"
+    other.write_text("id,amount\n1,2\n", encoding="utf-8")
+    history = History(tmp_path / "h.sqlite")
+    imported, old = import_source(source), import_source(other)
+    # An older version's conversation about refunds.csv, kept under the copy's path and title.
+    legacy = history.conversation_for(old.db_path, title=old.db_path.name)
+    history.add_rerun(legacy.id, "SELECT 1", row_count=1, error=None, duration_ms=1)
+    pool = TaskPool(max_threads=2)
+    window = QWidget()
+    qtbot.addWidget(window)
+    pages = []
+    for result in (imported, old):
+        db = open_readonly(result.db_path, time_limit_s=5.0)
+        page = DatabasePage(db, cached_schema(db), pool, window, source=result.source)
+        qtbot.addWidget(page)
+        pages.append(page)
+    conversations = Conversations(history, window, lambda: pages)
+    try:
+        for page in pages:
+            conversations.restore(page)
+        mine = history.conversation_for(source)
+        assert pages[0].conversation_id == mine.id and mine.title == "orders.csv"
+        assert mine.db_path == str(source.resolve())
+        assert pages[1].conversation_id == legacy.id  # the old one, not a new empty one
+        assert [run.database for run in pages[1].sql.history.shown_runs()] == ["refunds.csv"]
+        dialog = ConversationsDialog(history)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        texts = [dialog.list.item(i).text().split("  —  ")[0] for i in range(dialog.list.count())]
+        assert sorted(texts) == ["orders.csv", "refunds.csv"]
+        item = dialog.list.findItems("refunds.csv", Qt.MatchFlag.MatchStartsWith)[0]
+        assert item.toolTip() == str(other.resolve())
+        qtbot.mouseClick(
+            dialog.list.viewport(), Qt.MouseButton.LeftButton, pos=dialog.list.visualItemRect(item).center()
+        )
+        with qtbot.waitSignal(dialog.open_requested, timeout=1_000) as opened:
+            qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
+        assert opened.args == [str(other.resolve())]
+    finally:
+        for page in pages:
+            page.close_database()
+        assert pool.shutdown()
+        for page in pages:
+            page.release()

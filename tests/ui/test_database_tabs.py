@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.database_tabs import DatabaseTabs
 from sqale_desktop.ui.workers import TaskPool
+from tests.conftest import shared_data
 
 
 class Harness:
@@ -66,7 +68,7 @@ def test_a_tab_opens_once_and_is_remembered(qtbot: Any, harness: Harness, chinoo
     assert harness.tabs.pages() == [page] and harness.tabs.current_page() is page
     assert harness.tab_widget.tabText(0) == chinook.name and harness.empty.isHidden()
     assert harness.settings.recent_databases == [str(chinook)]
-    assert harness.saved == [[str(chinook)]]
+    assert harness.saved[-1] == [str(chinook)] and harness.settings.active_database == str(chinook)
     assert [a.text() for a in harness.tabs.recent_menu.actions()] == [str(chinook)]
     # The same file again (another spelling of it) is brought to the front, not opened twice.
     harness.signals.clear()
@@ -134,3 +136,68 @@ def test_a_new_query_deadline_reaches_both_handles_of_every_tab(
     pages = [harness.open(qtbot, chinook), harness.open(qtbot, northwind)]
     harness.tabs.set_query_time_limit(2.5)
     assert [(page.db.time_limit_s, page.sql.db.time_limit_s) for page in pages] == [(2.5, 2.5)] * 2
+
+
+def tab_texts(harness: Harness) -> list[str]:
+    return [harness.tab_widget.tabText(i) for i in range(harness.tab_widget.count())]
+
+
+def test_a_relative_path_is_remembered_absolute(
+    qtbot: Any, harness: Harness, chinook: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32, item 1: named relative to the folder the app runs in, remembered absolute."""
+    monkeypatch.chdir(chinook.parent)
+    page = harness.open(qtbot, Path("chinook.sqlite"))
+    assert page.source.is_absolute() and page.source == chinook
+    assert harness.settings.open_databases == [str(chinook)]
+    assert harness.settings.recent_databases == [str(chinook)]
+    assert harness.settings.active_database == str(chinook)
+
+
+def test_tabs_stand_in_the_order_asked_and_one_that_ends_late_takes_no_front(
+    qtbot: Any, harness: Harness, chinook: Path, held_import: threading.Event
+) -> None:
+    """Issue 32, item 1: a CSV asked for first is still importing (held) when chinook, asked for
+    next, opens: once the CSV's import ends its tab stands first, and chinook stays in front."""
+    source = shared_data("files/csv/fivethirtyeight__state_legislative_district_analysis.csv")
+    harness.tabs.open_database(source)
+    chinook_page = harness.open(qtbot, chinook)
+    assert harness.tabs.current_page() is chinook_page
+    with qtbot.waitSignal(harness.tabs.opened, timeout=30_000) as opened:
+        held_import.set()
+    assert tab_texts(harness) == [source.name, chinook.name]
+    assert harness.tabs.current_page() is chinook_page and opened.args[0] is harness.tabs.pages()[0]
+    assert harness.settings.open_databases == [str(source), str(chinook)]
+    assert harness.settings.active_database == str(chinook)
+
+
+def test_restored_tabs_keep_their_order_and_front_tab_while_one_still_imports(
+    qtbot: Any, harness: Harness, chinook: Path, northwind: Path, held_import: threading.Event
+) -> None:
+    """Issue 32, item 1: last session's CSV, chinook (in front) and northwind; the CSV's import is
+    held while the others open.  Meanwhile what is saved still holds all three and chinook in
+    front (a quit now loses nothing); at the end the tabs stand as they did, chinook in front."""
+    source = shared_data("files/csv/fivethirtyeight__state_legislative_district_analysis.csv")
+    harness.settings.open_databases = [str(source), str(chinook), str(northwind)]
+    harness.settings.active_database = str(chinook)
+    assert harness.tabs.restore_tabs() == 3
+    qtbot.waitUntil(lambda: len(harness.tabs.pages()) == 2, timeout=30_000)
+    assert [p.display_name for p in harness.tabs.pages()] == [chinook.name, northwind.name]
+    assert harness.tabs.current_page() is harness.tabs.pages()[0]
+    assert harness.saved[-1] == [str(source), str(chinook), str(northwind)]
+    assert harness.settings.active_database == str(chinook)
+    with qtbot.waitSignal(harness.tabs.opened, timeout=30_000):
+        held_import.set()
+    assert tab_texts(harness) == [source.name, chinook.name, northwind.name]
+    assert harness.tabs.current_page() is harness.tabs.pages()[1]
+    assert harness.settings.open_databases == [str(source), str(chinook), str(northwind)]
+    assert harness.settings.active_database == str(chinook)
+
+
+def test_several_files_chosen_at_once_open_in_that_order_the_last_in_front(
+    qtbot: Any, harness: Harness, chinook: Path, northwind: Path, sakila: Path
+) -> None:
+    harness.tabs.open_databases([sakila, chinook, northwind])
+    qtbot.waitUntil(lambda: len(harness.tabs.pages()) == 3, timeout=30_000)
+    assert tab_texts(harness) == [sakila.name, chinook.name, northwind.name]
+    assert harness.tabs.current_page() is harness.tabs.pages()[2]
