@@ -192,6 +192,11 @@ class WorkerProcess:
         if not self._replies.closed:
             self._replies.close()
 
+    @property
+    def exited(self) -> bool:
+        """Whether the process has ended (it is reaped by the check)."""
+        return self._proc.poll() is not None
+
     def _mark_closed(self) -> bool:
         """Mark the worker ended once (the pool counts it out); False if it already was."""
         if self._closed:
@@ -245,6 +250,9 @@ class WorkerPool:
         # Idle holders, least recently used first: dicts keep their insertion order.
         self._held: dict[Holder, float] = {}
         self._count = 0  # live workers, leased or idle, and those starting
+        # Ended workers not yet exited: nobody waits for them (the reaper and close() collect
+        # them), so closing many databases at quit costs no process exit each.
+        self._ending: list[WorkerProcess] = []
         self._starting = False
         self._closed = False
         self._reaper: threading.Thread | None = None
@@ -342,8 +350,10 @@ class WorkerPool:
             if keep:
                 self._spares.append((worker, time.monotonic()))
                 self._cond.notify_all()
+            else:
+                self._ending.append(worker)
         if not keep:
-            worker.end()
+            worker.end(wait=False)
 
     def prestart(self) -> None:
         """Start the spare in the background unless one is there or starting, or the cap is reached."""
@@ -389,6 +399,10 @@ class WorkerPool:
                     del self._held[holder]
                 old = [w for w, since in self._spares if now - since > self.idle_s]
                 self._spares = [(w, since) for w, since in self._spares if w not in old]
+                exited = [w for w in self._ending if w.exited]
+                self._ending = [w for w in self._ending if w not in exited]
+            for worker in exited:
+                worker.finish(0)
             for holder in stale:
                 given = holder.reclaim()
                 if given is not None:
@@ -402,9 +416,10 @@ class WorkerPool:
             self._closed = True
             spares, self._spares = [w for w, _ in self._spares], []
             holders, self._held = list(self._held), {}
+            ending, self._ending = self._ending, []
             self._cond.notify_all()
         workers = spares + [w for h in holders if (w := h.reclaim()) is not None]
-        end_all(workers)
+        end_all(workers + ending)
 
 
 def end_all(workers: list[WorkerProcess], timeout_s: float = 1.0) -> None:
