@@ -75,7 +75,8 @@ def test_main_hands_the_files_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_pa
     db.write_bytes(b"")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["models", str(tmp_path / "x.db")]) == 7
-    assert seen == {"files": [Path("models"), tmp_path / "x.db"], "verbose": False}
+    # Made absolute in the folder it ran in (issue 32, item 1): the tabs keep them for next time.
+    assert seen == {"files": [tmp_path / "models", tmp_path / "x.db"], "verbose": False}
     # The global option before the files is the window's too (issue 20, item 15).
     for flag in ("--verbose", "-v"):
         assert cli.main([flag, str(tmp_path / "x.db")]) == 7
