@@ -129,12 +129,29 @@ class MessageLabel(QLabel):
             self.cut_changed.emit(cut)
 
 
-def show_details(parent: QWidget, text: str) -> None:
-    """The whole of a message that a banner shows only part of."""
-    box = QMessageBox(QMessageBox.Icon.Information, "Message", shown_part(text)[0], parent=parent)
+def show_details(banner: QWidget, text: str) -> None:
+    """The whole of a message that a banner shows only part of.
+
+    The box belongs to the banner's window, not to the banner: a dialog is a child widget like any
+    other, so it would take the banner's style sheet (its white text, on the dialog's own light
+    grey: issue 32, item 2).  The banners' rules are scoped to their own children as well
+    (``banner_sheet``), so neither alone is what keeps a dialog readable.
+    """
+    box = QMessageBox(QMessageBox.Icon.Information, "Message", shown_part(text)[0], parent=banner.window())
+    box.setObjectName("messageDetails")
     box.setDetailedText(text)
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     box.exec()
+
+
+def banner_sheet(name: str, background: str, foreground: str, *, compact: bool = False) -> str:
+    """The style sheet of the banner named ``name``: its background, and the colour of its own
+    labels (``>``: direct children only).  ``#name QLabel`` would reach every label below the
+    banner, a dialog's too: a QMessageBox opened from it showed white text on light grey."""
+    sheet = f"#{name} {{ background: {background}; }} #{name} > QLabel {{ color: {foreground}; }}"
+    if compact:
+        sheet += f" #{name} > QPushButton {{ padding: 1px 8px; }}"
+    return sheet
 
 
 class Banner(QFrame):
@@ -153,11 +170,7 @@ class Banner(QFrame):
         self.setObjectName(f"banner_{kind}")
         background, foreground = COLOURS[kind]
         self.setAutoFillBackground(True)
-        padding = "padding: 1px 8px;" if compact else ""
-        self.setStyleSheet(
-            f"#banner_{kind} {{ background: {background}; }} #banner_{kind} QLabel {{ color: {foreground}; }}"
-            + (f" #banner_{kind} QPushButton {{ {padding} }}" if compact else "")
-        )
+        self.setStyleSheet(banner_sheet(f"banner_{kind}", background, foreground, compact=compact))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(*((8, 2, 8, 2) if compact else (10, 6, 10, 6)))
         self.label = MessageLabel(text, self, single_line=compact)
@@ -254,7 +267,7 @@ class ErrorBanner(QWidget):
         # A QWidget subclass paints a style-sheet background only when asked to (plain QWidget does).
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setAutoFillBackground(True)
-        self.setStyleSheet("#errorBanner { background: #b3261e; } #errorBanner QLabel { color: white; }")
+        self.setStyleSheet(banner_sheet("errorBanner", *COLOURS["error"]))
         self.topic = ""
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
