@@ -48,6 +48,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
     "import_cache_limit_mb": (64, 1_048_576),  # the imported files' cache (core/imports/cache_bound.py)
+    "import_write_limit_mb": (16, 1_048_576),  # what one import may write (core/imports/progress.py)
 }
 
 ENGINES: tuple[str, ...] = get_args(EngineName)
@@ -88,6 +89,9 @@ class Settings:
     max_rows: int = 1000
     import_cache_limit_mb: int = 2048
     """The imported files' cache is trimmed to this, least recently used first (never an open one)."""
+    import_write_limit_mb: int = 8192
+    """The most one import writes to a file: a small compressed file (a Parquet run, a .gz) can
+    expand to gigabytes; past this it stops with a message, nothing kept."""
     recent_databases: list[str] = field(default_factory=list)
     theme: Theme = "system"
     open_databases: list[str] = field(default_factory=list)

@@ -36,6 +36,7 @@ from sqale_desktop.core.imports.progress import (
     ImportProgress,
     Meter,
     ProgressFn,
+    printable,
 )
 from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
 
@@ -176,7 +177,9 @@ def resolve_database(
 
 def _members(source: Path) -> list[Path]:
     if source.is_dir():
-        return sorted(p for p in source.iterdir() if p.is_file() and kind_of(p) is not None)
+        from sqale_desktop.core.imports import folders
+
+        return folders.members(source, kind_of)[0]  # the skipped ones' notes: _build
     members = [source]
     wal = source.with_name(source.name + ".wal")
     if kind_of(source) == "duckdb" and wal.exists():
@@ -242,7 +245,20 @@ def import_source(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
 ) -> ImportResult:
-    """Import ``source`` into the cache, or reuse the import made while it was as it is now."""
+    """Import ``source`` into the cache, or reuse the import made while it was as it is now; one
+    build of a source at a time (:mod:`.build_lock`: a second import waits, then reuses it)."""
+    from sqale_desktop.core.imports import build_lock
+
+    path = Path(os.path.abspath(Path(source).expanduser()))
+    with build_lock.held(cache_folder(path), cancel, path.name):
+        return _import_source(path, progress, cancel)
+
+
+def _import_source(
+    source: Path,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> ImportResult:
     source = Path(source).expanduser()
     if not source.exists():
         raise ImportFailed(f"{source} does not exist.")
@@ -251,7 +267,7 @@ def import_source(
         raise ImportFailed(f"{source.name} is not a kind of file that can be imported.")
     folder = cache_folder(source)
     cache_bound.make_room(folder)  # the cache's size bound: least recently used imports go first
-    db_path = folder / (source.name + ".sqlite")
+    db_path = folder / (printable(source.name) + ".sqlite")  # a name SQLite can be given as text
     members = _members(source)
     if kind == "folder" and not members:
         raise ImportFailed(
@@ -344,7 +360,8 @@ def _commit(
     }
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".manifest-")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, ensure_ascii=False, indent=1)
+        # ASCII escapes: a source path that is not UTF-8 (lone surrogates) is written, and read back, exactly
+        json.dump(manifest, handle, ensure_ascii=True, indent=1)
     os.replace(tmp, folder / "manifest.json")
     shutil.rmtree(folder / ".building", ignore_errors=True)
 
@@ -368,6 +385,10 @@ def _build(
     meter = Meter(sum(p.stat().st_size for p in members), progress, cancel)
     conn: sqlite3.Connection | None = None
     notes: list[str] = []
+    if kind == "folder":
+        from sqale_desktop.core.imports import folders
+
+        notes += folders.members(source, kind_of)[1]
     try:
         written = None
         if kind in ("csv", "parquet"):
@@ -389,7 +410,18 @@ def _build(
             if written is not None:
                 build.adopt(written, None, "")
                 continue
-            _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=kind == "folder")
+            if kind != "folder":
+                _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=False)
+                continue
+            try:  # one bad file of a folder is skipped with a note; the others are imported
+                _add_file(build, member, kind_of(member) or "", meter, notes, in_folder=True)
+            except ImportCancelled:
+                raise
+            except ImportFailed as exc:
+                meter.rewind()
+                notes.append(f"{printable(member.name)} skipped: {exc}")
+        if kind == "folder" and not build.staged:
+            raise ImportFailed(f"No file of the folder {source.name} could be imported: " + "; ".join(notes))
         meter.finish()
         if kind in ("folder", "excel"):
             foreign_keys.infer(build)
@@ -419,7 +451,8 @@ def _build(
     for t in build.staged:
         notes += [f"{t.name}: {n}" for n in t.notes]
     fks = [f"{t.name}.{c} → {rt}.{rc}: {why}" for t in build.staged for c, rt, rc, why in t.foreign_keys]
-    return ImportResult(db_path, source, _summary(source, kind, build.staged, files), tables, notes, fks)
+    summary = printable(_summary(source, kind, build.staged, files))
+    return ImportResult(db_path, source, summary, tables, notes, fks)
 
 
 def _resolve_declared_keys(build: Any) -> None:
@@ -442,7 +475,7 @@ def _scratch(build: Any) -> Path:
 
 def _stem(path: Path) -> str:
     """The table name a file suggests: its name before the first dot (``sales.csv.gz``: sales)."""
-    return path.name.split(".")[0] if path.name.split(".")[0] else path.stem
+    return printable(path.name.split(".")[0] if path.name.split(".")[0] else path.stem)
 
 
 def _fast_csv(path: Path, target: Path, table_name: str, meter: Meter) -> Any:

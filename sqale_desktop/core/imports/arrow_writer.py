@@ -29,7 +29,13 @@ from typing import Any
 
 from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.builder import StagedTable, create_sql
-from sqale_desktop.core.imports.progress import ImportFailed, Meter
+from sqale_desktop.core.imports.progress import (
+    ImportFailed,
+    Meter,
+    limit_not_disk,
+    write_limit_bytes,
+    write_limit_error,
+)
 from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,7 @@ def write(
     import pyarrow as pa
 
     width = len(types)
+    limit = write_limit_bytes()
     per = max(1, min(ROWS_PER_STATEMENT, MAX_VARIABLES // max(1, width)))
     wide_schema = pa.schema([(f"p{i}", types[i % width]) for i in range(width * per)])
 
@@ -112,7 +119,7 @@ def write(
         started = time.thread_time()
         try:
             stream = pa.RecordBatchReader.from_batches(wide_schema, wide_batches())
-            _insert_all(target, staged, per, stream, tails, complete)
+            _insert_all(target, staged, per, stream, tails, complete, limit)
             log.debug(
                 "%s: reading and converting %.2f CPU-s, writing %.2f CPU-s",
                 label,
@@ -146,19 +153,29 @@ def write(
         import adbc_driver_manager
 
         if isinstance(first, adbc_driver_manager.Error):
+            said = str(first).splitlines()[0] if str(first) else type(first).__name__
+            if "full" in said and limit_not_disk(target.parent):
+                raise write_limit_error(label, limit) from first
             # As sqlite3 says it, so that the import's one mapping of errors (a full disk) applies.
-            raise sqlite3.OperationalError(str(first).splitlines()[0]) from first
+            raise sqlite3.OperationalError(said) from first
         raise first
     return reported
 
 
 def _insert_all(
-    target: Path, staged: StagedTable, per: int, batches: Any, tails: list[Any], complete: threading.Event
+    target: Path,
+    staged: StagedTable,
+    per: int,
+    batches: Any,
+    tails: list[Any],
+    complete: threading.Event,
+    limit: int,
 ) -> None:
     """Create ``staged``'s table in the new file ``target`` and insert ``batches`` (``per`` rows a
     statement), then the rows left in ``tails``, in one transaction; the only connection on it.
     Committed only when ``complete`` says the batches were all the rows: a stream that ended early
-    (Stop, an error) is rolled back."""
+    (Stop, an error) is rolled back.  The file grows to ``limit`` bytes at most (SQLite's
+    ``max_page_count``: past it, SQLite's "full")."""
     import adbc_driver_sqlite.dbapi as adbc
 
     width = len(staged.columns)
@@ -172,6 +189,7 @@ def _insert_all(
                 f"PRAGMA page_size={PAGE_SIZE}",
                 "PRAGMA journal_mode=OFF",
                 "PRAGMA synchronous=OFF",
+                f"PRAGMA max_page_count={max(1, limit // PAGE_SIZE)}",
             ):
                 cursor.execute(pragma)
                 with contextlib.suppress(Exception):

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.imports import names
-from sqale_desktop.core.imports.progress import ImportFailed
+from sqale_desktop.core.imports.progress import (
+    ImportFailed,
+    limit_not_disk,
+    printable,
+    write_limit_bytes,
+    write_limit_error,
+)
 from sqale_desktop.core.imports.text import TextTable
 from sqale_desktop.core.imports.typed import TypedTable
 from sqale_desktop.core.imports.types import ColumnGuess, convert_sql, date_notes
@@ -76,7 +82,28 @@ def open_build(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA stage.journal_mode=OFF")
     conn.execute("PRAGMA stage.synchronous=OFF")
     conn.execute("PRAGMA stage.cache_size=-65536")
+    limit = write_limit_bytes()
+    for schema in ("main", "stage"):
+        page = conn.execute(f"PRAGMA {schema}.page_size").fetchone()[0]
+        conn.execute(f"PRAGMA {schema}.max_page_count={max(1, limit // page)}")
     return conn
+
+
+def limit_reached(conn: sqlite3.Connection, exc: BaseException, source: str) -> ImportFailed | None:
+    """The size limit's message when ``exc`` is SQLite's "full" because a file of ``conn`` reached
+    its ``max_page_count`` (:func:`open_build`); None for anything else (a full disk among them)."""
+    if not (isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)):
+        return None
+    limit = write_limit_bytes()
+    try:
+        where = Path(conn.execute("PRAGMA database_list").fetchone()[2]).parent
+        for schema in ("main", "stage"):
+            page = conn.execute(f"PRAGMA {schema}.page_size").fetchone()[0]
+            if conn.execute(f"PRAGMA {schema}.max_page_count").fetchone()[0] * page < limit - page:
+                return None  # a smaller bound than ours (a disk quota, a test's): the disk's message
+    except (sqlite3.Error, TypeError):
+        return None
+    return write_limit_error(source, limit) if limit_not_disk(where) else None
 
 
 def disk_error(exc: BaseException, where: Path) -> ImportFailed | None:
@@ -107,6 +134,7 @@ class Builder:
 
     def stage_text(self, table: TextTable, source: str) -> StagedTable:
         """Stream ``table`` into the staging database, deciding its column types on the way."""
+        source = printable(source)
         stage = self._stage_name()
         # Created at the first batch: a JSON file's keys are known only once its rows are read.
         width = 0
@@ -139,13 +167,16 @@ class Builder:
                 width = self._widen(stage, created, width, len(table.headers), table.name)
                 guesses += [ColumnGuess(table.decimal_comma) for _ in range(width - len(guesses))]
             self.conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
+            capped = limit_reached(self.conn, exc, source)
             self._abandon(stage)
             # A refused table's batches are left part-read: closed now, so its file is closed now
             # (not by the garbage collector, in whatever order a reference cycle is freed).
             close = getattr(table.batches, "close", None)
             if close is not None:
                 close()
+            if capped is not None:
+                raise capped from exc
             raise
         if width == 0:
             raise ImportFailed(f"{source} has no columns to import.")
@@ -160,12 +191,15 @@ class Builder:
             notes.append(f"{short:,} row(s) had fewer fields than the header: the missing cells are NULL")
         if rows == 0:
             notes.append("the file has a header but no rows")
-        staged = StagedTable(names.unique_table(table.name, self.taken), source, stage, columns, rows, notes)
+        staged = StagedTable(
+            names.unique_table(printable(table.name), self.taken), source, stage, columns, rows, notes
+        )
         self.staged.append(staged)
         return staged
 
     def stage_typed(self, table: TypedTable, source: str) -> StagedTable:
         """Stream ``table`` (types known) into the staging database."""
+        source = printable(source)
         stage = self._stage_name()
         width = len(table.columns)
         self._check_width(width, table.name)
@@ -180,10 +214,15 @@ class Builder:
                 self._insert(stage, width, batch)
                 rows += len(batch)
             self.conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
+            capped = limit_reached(self.conn, exc, source)
             self._abandon(stage)
+            if capped is not None:
+                raise capped from exc
             raise
-        staged = typed_staged(table, names.unique_table(table.name, self.taken), source, stage, rows)
+        staged = typed_staged(
+            table, names.unique_table(printable(table.name), self.taken), source, stage, rows
+        )
         for i, column in enumerate(staged.columns):
             column.expression = f"c{i}"
         self.staged.append(staged)
@@ -198,12 +237,17 @@ class Builder:
             self.taken.add(staged.name.casefold())
             staged.in_place = True
         else:
-            staged.name = names.unique_table(raw_name, self.taken)
+            staged.name = names.unique_table(printable(raw_name), self.taken)
             stage = self._stage_name()
             self.conn.execute("ATTACH DATABASE ? AS fast", (str(written),))
             try:
                 written_table = staged.stage.replace("main.", "fast.", 1)
                 self.conn.execute(f"CREATE TABLE stage.{stage} AS SELECT * FROM {written_table}")
+            except sqlite3.OperationalError as exc:
+                capped = limit_reached(self.conn, exc, staged.source)
+                if capped is not None:
+                    raise capped from exc
+                raise
             finally:
                 self.conn.execute("DETACH DATABASE fast")
                 with contextlib.suppress(FileNotFoundError):
@@ -221,8 +265,8 @@ class Builder:
         of 1.49 s for 560,000 rows of 7 cells).  Flattening would shift every later cell if one row
         were shorter, so the widths are checked first (in C).
         """
-        if not batch:
-            return
+        if not batch or not width:
+            return  # rows of no cells (JSON ``{}``): the table is refused for its lack of columns
         if min(map(len, batch)) != width or max(map(len, batch)) != width:
             raise RuntimeError(f"rows of {stage} do not all have {width} cells")
         one = "(" + ", ".join("?" * width) + ")"
@@ -287,8 +331,11 @@ class Builder:
                     [(table.name, c.name, c.original, i, c.type) for i, c in enumerate(table.columns, 1)],
                 )
             self.conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
+            capped = limit_reached(self.conn, exc, "The imported file")
             self._abandon(None)
+            if capped is not None:
+                raise capped from exc
             raise
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -42,6 +42,18 @@ def _cell(value: Any) -> str | None:
     return str(value)
 
 
+def _is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic inside calamine, which pyo3 raises as ``PanicException``, a
+    ``BaseException`` (a date cell of 1e300 panics in its date conversion): a bad file, not a bug
+    of ours, and no reason to let it through ``except Exception`` to the top."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _refused(path: Path, exc: BaseException) -> ImportFailed:
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ImportFailed(f"{path.name} is not a workbook this import reads: calamine stopped on it ({said})")
+
+
 def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTable]:
     """The worksheets of the workbook ``path`` that hold cells, as tables named after the sheets
     (``prefix_sheet`` inside a folder)."""
@@ -58,6 +70,10 @@ def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTabl
         book = CalamineWorkbook.from_path(str(path))
     except (CalamineError, OSError, ValueError) as exc:
         raise ImportFailed(f"{path.name} is not a readable workbook: {exc}") from exc
+    except BaseException as exc:
+        if _is_panic(exc):
+            raise _refused(path, exc) from None
+        raise
     tables: list[TextTable] = []
     skipped: list[str] = []
     progress = _Progress(meter, path.stat().st_size)
@@ -70,7 +86,14 @@ def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTabl
         except (CalamineError, ValueError) as exc:
             skipped.append(f"{meta.name} ({exc})")
             continue
-        rows = _rows(sheet)
+        except BaseException as exc:
+            if not _is_panic(exc):
+                raise
+            skipped.append(
+                f"{meta.name} (calamine stopped on it: {str(exc).splitlines()[0] if str(exc) else 'a panic'})"
+            )
+            continue
+        rows = _rows(sheet, path)
         first = list(itertools.islice(rows, HEADER_ROWS))
         above, header, _data = split_header([[c or "" for c in row] for row in first])
         if header is None:
@@ -92,13 +115,21 @@ def read_workbook(path: Path, meter: Meter, prefix: str | None) -> list[TextTabl
     return tables
 
 
-def _rows(sheet: Any) -> Iterator[list[str | None]]:
+def _rows(sheet: Any, path: Path) -> Iterator[list[str | None]]:
     """The sheet's rows as text cells, one at a time, from its first used row and column (what
-    ``to_python(skip_empty_area=True)`` gives, without a Python copy of the whole sheet)."""
-    first_row, first_column = sheet.start or (0, 0)
-    for index, row in enumerate(sheet.iter_rows()):
-        if index >= first_row:
-            yield [_cell(v) for v in row[first_column:]]
+    ``to_python(skip_empty_area=True)`` gives, without a Python copy of the whole sheet).  A panic
+    of calamine's while it converts a row is a message naming the file."""
+    try:
+        first_row, first_column = sheet.start or (0, 0)
+        for index, row in enumerate(sheet.iter_rows()):
+            if index >= first_row:
+                yield [_cell(v) for v in row[first_column:]]
+    except BaseException as exc:
+        if _is_panic(exc):
+            raise _refused(path, exc) from None
+        if isinstance(exc, ValueError | OverflowError):
+            raise _refused(path, exc) from exc
+        raise
 
 
 class _Progress:

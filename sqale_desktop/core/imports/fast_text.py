@@ -43,7 +43,7 @@ from typing import Any
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.imports import arrow_writer, names, text
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
-from sqale_desktop.core.imports.progress import Meter
+from sqale_desktop.core.imports.progress import Meter, write_limit_bytes, write_limit_error
 from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess, date_notes, iso_dates_arrow
 
 UTF8_CODECS = ("utf-8", "utf-8-sig")  # what Arrow reads itself (it skips a UTF-8 BOM)
@@ -132,11 +132,14 @@ def _transcode(path: Path, codec: str, scratch: Path, meter: Meter) -> None:
     a byte ``codec`` does not define.  Stop is seen between blocks; no rows are counted."""
     decoder = codecs.getincrementaldecoder(codec)(errors="strict")
     stream, _counter = text.open_bytes(path)
+    limit = write_limit_bytes()
     try:
         with open(scratch, "wb") as out:
             while block := stream.read(TRANSCODE_BYTES):
                 out.write(decoder.decode(block).encode("utf-8"))
                 meter.check()
+                if out.tell() > limit:
+                    raise write_limit_error(path.name, limit)
             out.write(decoder.decode(b"", final=True).encode("utf-8"))
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # the general path says what is wrong
         raise NotFast(f"it cannot be decompressed: {exc}") from exc

@@ -7,10 +7,12 @@ estimate of the time left) through one callback; both stop an import by setting 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.units import format_bytes
@@ -19,8 +21,54 @@ ProgressFn = Callable[["ImportProgress"], None]
 REPORT_INTERVAL_S = 0.1  # at most one progress report this often (read when a meter is made)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` that encodes as UTF-8: a file name that is not UTF-8 reaches Python with its bytes
+    as lone surrogates, which the terminal, the window, SQLite and the manifest all refuse; each
+    such character becomes U+FFFD (the name is for people; the path itself is kept as it is)."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
+
 class ImportFailed(KnownError):
-    """A source that cannot be imported; the message says which file and why."""
+    """A source that cannot be imported; the message says which file and why (made printable)."""
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(printable(str(message)), *args)
+
+
+def write_limit_bytes() -> int:
+    """The most one file of an import may grow to (the ``import_write_limit_mb`` setting): a
+    454 KB Parquet file of run-length encoded rows wrote 4 GB before this bound."""
+    from sqale_desktop.core import settings as settings_mod
+
+    return settings_mod.load().settings.import_write_limit_mb * 1024 * 1024
+
+
+FREE_WHEN_LIMITED = 64 * 1024 * 1024
+
+
+def limit_not_disk(where: Path) -> bool:
+    """Whether SQLite's "database or disk is full" at ``where`` was the size limit (every file of
+    an import is opened with ``max_page_count`` at :func:`write_limit_bytes`), not the disk: the
+    disk still has room.  (SQLite says the same words for both, and once the statement has failed
+    its page count is the one before it.)"""
+    import shutil
+
+    try:
+        return shutil.disk_usage(where).free >= FREE_WHEN_LIMITED
+    except OSError:
+        return False
+
+
+def write_limit_error(source: str, limit: int) -> ImportFailed:
+    """The message for an import that reached :func:`write_limit_bytes`."""
+    return ImportFailed(
+        f"{source} expands to more than {limit // 2**20:,} MB once imported, the import size limit "
+        "(the import_write_limit_mb setting); nothing was kept. A small compressed file can hold "
+        "that much: raise the limit if the file is what you expect."
+    )
 
 
 class ImportCancelled(ImportFailed):
@@ -90,7 +138,7 @@ class Meter:
         self._done_before += self._bytes
         self._rows_before = self.rows
         self._bytes = 0
-        self.source = name
+        self.source = printable(name)
         self.check()
 
     def rewind(self) -> None:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import gzip
 import io
 import itertools
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +75,13 @@ _OTHER_SCRIPTS = frozenset(
         "cp1258",
     }
 )
-csv.field_size_limit(2**31 - 1)  # a long JSON or text cell is data, not an attack on us
+# A long JSON or text cell is data; a field of gigabytes (a few MB of .gz can hold one) is not: the
+# csv module holds a field as 4 bytes a character, so the bound is what keeps memory in hand.
+FIELD_CHARS = 32 * 1024 * 1024
+# A line of more than this many bytes with no line break in it is refused as it is read (before
+# ``readline`` makes it one string): the field limit alone would come only after the whole line.
+LINE_BYTES = 64 * 1024 * 1024
+csv.field_size_limit(FIELD_CHARS)
 
 
 @dataclass
@@ -117,12 +125,87 @@ def open_bytes(path: Path) -> tuple[IO[bytes], _Counting]:
     return buffered, counter
 
 
+class _LineBound(io.RawIOBase):
+    """The bytes of ``stream`` (decompressed), refused with :class:`ImportFailed` once more than
+    :data:`LINE_BYTES` of them pass without a line break (LF or CR).  Checked a block at a time,
+    by two searches in C, so an ordinary file pays nothing it would notice."""
+
+    def __init__(self, stream: IO[bytes], name: str) -> None:
+        self._stream = stream
+        self._name = name
+        self._run = 0  # bytes since the last line break
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self._stream.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        first = min((i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0), default=-1)
+        if first < 0:
+            self._run += n
+        else:
+            if self._run + first > LINE_BYTES:
+                self._run += first
+            else:
+                self._run = n - 1 - max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if self._run > LINE_BYTES:
+            raise ImportFailed(
+                f"{self._name} has a line of more than {LINE_BYTES // 2**20} MB with no line break; "
+                "that is not a table this import reads."
+            )
+        return n
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
+def bounded(stream: IO[bytes], name: str) -> IO[bytes]:
+    """``stream`` read through :class:`_LineBound` (see there)."""
+    return io.BufferedReader(_LineBound(stream, name), buffer_size=1024 * 1024)
+
+
+def bounded_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
+    """The lines of ``stream``, none longer than :data:`LINE_BYTES` (a longer one is refused before
+    it is held whole)."""
+    for line in iter(functools.partial(stream.readline, LINE_BYTES + 1), b""):
+        if len(line) > LINE_BYTES:
+            raise ImportFailed(
+                f"{name} has a line of more than {LINE_BYTES // 2**20} MB; that is not a row this "
+                "import reads."
+            )
+        yield line
+
+
+def stream_error(exc: BaseException) -> str:
+    """What went wrong reading a (compressed) file, in words: a cut ``.gz``, damaged data."""
+    if isinstance(exc, EOFError):
+        return "the file ends early (cut short while it was written or copied?)"
+    if isinstance(exc, gzip.BadGzipFile | zlib.error):
+        return f"its compressed data is damaged ({exc})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"bytes that are not {exc.encoding} text at byte {exc.start:,}"
+    return str(exc) or type(exc).__name__
+
+
+def csv_error(name: str, line: object, exc: csv.Error) -> ImportFailed:
+    """The message for an error of the csv module (a field past :data:`FIELD_CHARS`, a NUL)."""
+    if "field larger than field limit" in str(exc):
+        return ImportFailed(
+            f"{name} line {line}: a field of more than {FIELD_CHARS // 2**20} MB of text (an opening "
+            "quote never closed?); that is not a cell this import reads."
+        )
+    return ImportFailed(f"{name} line {line}: {exc}")
+
+
 def read_sample(path: Path) -> bytes:
     stream, _ = open_bytes(path)
     try:
         return stream.read(SAMPLE_BYTES)
-    except (OSError, EOFError) as exc:
-        raise ImportFailed(f"{path.name} cannot be read: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ImportFailed(f"{path.name} cannot be read: {stream_error(exc)}") from exc
     finally:
         stream.close()
 
@@ -246,14 +329,17 @@ def _open_layout(path: Path, encoding: str | None) -> tuple[Layout, Iterator[lis
         )
     delimiter = sniffed or ","
     stream, counter = open_bytes(path)
-    text = io.TextIOWrapper(stream, encoding=codec, newline="", errors="strict")
+    text = io.TextIOWrapper(bounded(stream, path.name), encoding=codec, newline="", errors="strict")
     reader = csv.reader(text, delimiter=delimiter)
     notes = [] if codec in ("utf-8", "utf-8-sig") else [f"read as {codec}"]
     try:
         first = _leading_rows(reader)
     except csv.Error as exc:
         text.close()
-        raise ImportFailed(f"{path.name} line {reader.line_num}: {exc}") from exc
+        raise csv_error(path.name, reader.line_num, exc) from exc
+    except (EOFError, OSError, zlib.error) as exc:
+        text.close()
+        raise ImportFailed(f"{path.name} line {reader.line_num + 1}: {stream_error(exc)}") from exc
     except BaseException:
         text.close()
         raise
@@ -352,7 +438,10 @@ def _batches(
             yield batch
             meter.count(len(batch), counter.count)
     except csv.Error as exc:
-        raise ImportFailed(f"{file_name} line {getattr(reader, 'line_num', '?')}: {exc}") from exc
+        raise csv_error(file_name, getattr(reader, "line_num", "?"), exc) from exc
+    except (EOFError, OSError, zlib.error) as exc:
+        line = getattr(reader, "line_num", 0) + 1
+        raise ImportFailed(f"{file_name} line {line:,}: {stream_error(exc)}") from exc
     finally:
         text.close()
     if long_rows:

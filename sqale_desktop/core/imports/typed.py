@@ -26,6 +26,15 @@ from sqale_desktop.core.imports.progress import ImportFailed, Meter
 from sqale_desktop.core.imports.types import BOOLEAN, DATE, DATETIME, INTEGER, REAL, TEXT, TIME
 
 BATCH_ROWS = 50_000
+# How a DuckDB file is opened: nothing outside it is read (no file, glob, URL or extension; DuckDB's
+# ``enable_external_access``) and no statement can turn that back on (``lock_configuration``).
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
 _INT64_MAX = 2**63 - 1
 
 
@@ -188,6 +197,11 @@ def open_duckdb(path: Path, meter: Meter, display: str) -> Iterator[list[TypedTa
     The file (with its ``.wal``) is copied into a temporary folder under the same name and read
     there: a DuckDB open may replay and checkpoint the WAL, which writes to the database file, and
     the source is never to change; the name stays because views name their own catalog after it.
+
+    The file reads only itself (:data:`DUCKDB_CONFIG`): a view that reads another file, a glob, a
+    folder's listing or ``/proc`` (``read_text('/etc/hostname')``, ``read_blob('/proc/self/
+    environ')``) fails there and is skipped with a note, so no byte of anything but the file and its
+    WAL reaches the cache, and the cache key (their size, time and hash) covers all that was read.
     Extensions are never loaded or installed: offline means offline.
     """
     import duckdb
@@ -199,10 +213,7 @@ def open_duckdb(path: Path, meter: Meter, display: str) -> Iterator[list[TypedTa
         wal = path.with_name(path.name + ".wal")
         if wal.exists():
             shutil.copyfile(wal, folder / wal.name)
-        config: dict[str, str | bool | int | float | list[str]] = {
-            "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False,
-        }
+        config: dict[str, str | bool | int | float | list[str]] = dict(DUCKDB_CONFIG)
         try:
             con = duckdb.connect(str(copy), read_only=True, config=config)
         except duckdb.Error as exc:
@@ -236,7 +247,9 @@ def _duckdb_tables(con: Any, meter: Meter, display: str) -> list[TypedTable]:
         except duckdb.Error as exc:
             skipped.append(f"view {label} not imported: it fails in DuckDB ({str(exc).splitlines()[0]})")
             continue
-        table = arrow_table(label, schema_arrow, _duckdb_reader(con, sql), meter, lambda: 0)
+        table = arrow_table(
+            label, schema_arrow, _duckdb_reader(con, sql, f"{display} ⟶ {label}"), meter, lambda: 0
+        )
         table.rows_hint = estimated_rows
         if kind == "view":
             table.notes.append(f"{label} is a DuckDB view, imported as a table of its rows")
@@ -250,12 +263,19 @@ def _duckdb_tables(con: Any, meter: Meter, display: str) -> list[TypedTable]:
     return out
 
 
-def _duckdb_reader(con: Any, sql: str) -> Callable[[], Iterator[Any]]:
+def _duckdb_reader(con: Any, sql: str, label: str) -> Callable[[], Iterator[Any]]:
     """The table's batches, read by running its query again at each call: when the builder gets to
-    the table (one DuckDB result is open at a time)."""
+    the table (one DuckDB result is open at a time).  A failure while the rows are read (a view
+    that reaches outside the file only past its first rows) is a message naming the object."""
+    import duckdb
+    import pyarrow as pa
 
     def batches() -> Iterator[Any]:
-        yield from con.sql(sql).to_arrow_reader(BATCH_ROWS)
+        try:
+            yield from con.sql(sql).to_arrow_reader(BATCH_ROWS)
+        except (duckdb.Error, pa.ArrowException) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ImportFailed(f"{label} could not be read by DuckDB: {first}") from exc
 
     return batches
 

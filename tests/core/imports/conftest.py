@@ -48,3 +48,19 @@ def untouched(files: Path) -> Iterator[None]:
     yield
     after = {p: fingerprint(p) for p in files.rglob("*") if p.is_file()}
     assert after == before
+
+
+# The cache's own bookkeeping in a source's folder: the build lock (core/imports/build_lock.py) and
+# the cache bound's stamps (core/imports/cache_bound.py), which hold no byte of any source.
+BOOKKEEPING = frozenset({".lock", ".last-used", ".in-use"})
+
+
+@pytest.fixture
+def left_in_cache() -> Any:
+    """``left_in_cache()``: the files an import left in the cache, its bookkeeping aside."""
+    from sqale_desktop.core import paths
+
+    def files() -> list[Path]:
+        return [p for p in paths.cache_dir().rglob("*") if p.is_file() and p.name not in BOOKKEEPING]
+
+    return files

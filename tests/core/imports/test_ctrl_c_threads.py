@@ -14,10 +14,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sqale_desktop.core import paths
 from sqale_desktop.core.imports import ImportProgress, fast_text, import_source, threads
 
 
@@ -48,7 +48,7 @@ def _ctrl_c_soon(times: int = 1, gap_s: float = 0.05) -> threading.Event:
 
 @pytest.mark.usefixtures("python_ctrl_c")
 def test_ctrl_c_mid_import_goes_up_only_after_every_thread_ended(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left_in_cache: Any
 ) -> None:
     monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
     monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
@@ -78,7 +78,7 @@ def test_ctrl_c_mid_import_goes_up_only_after_every_thread_ended(
     names = sorted(t._thread.name for t in started)
     assert "import-read" in names and "import-write" in names, names
     assert [t._thread.name for t in started if not t.ended.is_set()] == []
-    assert [p for p in paths.cache_dir().rglob("*") if p.is_file()] == []
+    assert left_in_cache() == []
 
 
 @pytest.mark.usefixtures("python_ctrl_c")

@@ -221,9 +221,9 @@ def test_a_large_gzipped_csv_takes_the_fast_path(tmp_path: Path, rows: Any) -> N
     ]
 
 
-def test_stop_mid_import_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sqale_desktop.core import paths
-
+def test_stop_mid_import_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left_in_cache: Any
+) -> None:
     monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
     monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
     path = write_csv(tmp_path / "stop.csv", "a,b", [f"{i},{i}" for i in range(200_000)])
@@ -238,8 +238,7 @@ def test_stop_mid_import_keeps_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(ImportCancelled):
         import_source(path, progress=progress, cancel=cancel)
     assert seen and 0 < max(seen) < 200_000
-    left = [p for p in paths.cache_dir().rglob("*") if p.is_file()]
-    assert left == []
+    assert left_in_cache() == []
     assert not [t for t in threading.enumerate() if t.name.startswith("import-")]  # joined before the raise
 
 
