@@ -41,6 +41,7 @@ from sqale_desktop.core.agent.events import (
 )
 from sqale_desktop.core.agent.loop import EpisodeControl
 from sqale_desktop.core.db.render import render_cell
+from sqale_desktop.core.engines.usage import usage_line
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.export_formats import json_text
 from sqale_desktop.core.runtime import COMMAND_ENGINES
@@ -433,3 +434,6 @@ def _summary(episode: Episode, out: TextIO) -> None:
         f"{len(episode.turns)} turns, {stats.completion_tokens} tokens generated, "
         f"{stats.prompt_tokens} in the prompt, {stats.seconds:.1f} s\n"
     )
+    billed = usage_line(stats.server_usage)
+    if billed:  # what the server reported, at the configured prices (``--json``: stats.server_usage)
+        out.write(f"server: {billed}\n")

@@ -403,6 +403,7 @@ def _execute(
         finally:
             if bar is not None:
                 bar.close()
+            _record_usage(run_dir)
     if run.cancelled:
         print(f"stopped: {count} episodes saved; continue with --resume {run_dir}", file=sys.stderr)
         return EXIT_FAILED
@@ -415,6 +416,39 @@ def _execute(
         )
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _record_usage(run_dir: Path) -> None:
+    """``run.json``'s ``usage``: the tokens the server reported for the run's episodes and their
+    cost at the configured prices, updated whenever a session of the run ends (a stop included)."""
+    from sqale_desktop.core.engines.usage import Prices, ServerUsage, usage_line
+    from sqale_desktop.core.eval.harness import (
+        RUN_FILE,
+        RunFileError,
+        read_episodes,
+        read_run_json,
+        usage_totals,
+    )
+
+    totals = usage_totals(read_episodes(run_dir))
+    if totals is None:
+        return
+    try:
+        document = read_run_json(run_dir)
+    except RunFileError as exc:
+        print(f"sqale-desktop eval run: the usage totals were not saved: {exc}", file=sys.stderr)
+        return
+    document["usage"] = totals
+    (run_dir / RUN_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+    prices = totals["prices"]
+    summed = ServerUsage(
+        **{
+            k: totals[k] for k in ("input_tokens", "cached_tokens", "output_tokens", "requests", "unreported")
+        },
+        cost_usd=totals["cost_usd"],
+        prices=Prices(**prices) if prices else None,
+    )
+    print(f"server usage of the run: {usage_line(summed)}", file=sys.stderr)
 
 
 def _progress(total: int) -> Any:

@@ -374,14 +374,17 @@ def _local_factory(path: Path, settings: Settings) -> EngineFactory:
 
 def _server(settings: Settings, choice: ModelChoice) -> Built:
     url = choice.base_url or settings.server_url
-    api_key, model = choice.api_key, choice.server_model
+    api_key = choice.api_key
+    # the settings' model id goes with the settings' server only, not with a --base-url of its own
+    model = choice.server_model or (settings.server_model if not choice.base_url else "") or None
+    prices = settings.prices()
 
     def server() -> Engine:
         from sqale_desktop.core import secrets
         from sqale_desktop.core.engines.openai_http import OpenAIEngine
 
         key = api_key if api_key is not None else secrets.get_secret(secrets.SERVER_API_KEY)
-        engine: Engine = OpenAIEngine(url, api_key=key, model=model)
+        engine: Engine = OpenAIEngine(url, api_key=key, model=model, prices=prices)
         return engine
 
     return Built(server, f"server {url}", model_dir=choice.model_dir)

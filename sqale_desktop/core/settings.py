@@ -19,6 +19,8 @@ from typing import Any, Literal, get_args
 
 from sqale_desktop.core import json_input, paths
 from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
+from sqale_desktop.core.engines.providers import DEFAULT_PRICES, FEATHERLESS
+from sqale_desktop.core.engines.usage import Prices
 
 SCHEMA_VERSION = 1
 SETTINGS_FILE = "settings.json"
@@ -47,6 +49,10 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "turn_tool_time_s": (1.0, 3600.0),
     "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
+    # dollars per million tokens of a server's reported usage (core/engines/usage.py)
+    "price_input": (0.0, 10_000.0),
+    "price_cached_input": (0.0, 10_000.0),
+    "price_output": (0.0, 10_000.0),
     "import_cache_limit_mb": (64, 1_048_576),  # the imported files' cache (core/imports/cache_bound.py)
     "import_write_limit_mb": (16, 1_048_576),  # what one import may write (core/imports/progress.py)
 }
@@ -72,6 +78,15 @@ class Settings:
     schema_version: int = SCHEMA_VERSION
     engine: EngineName = "llama"
     server_url: str = "http://127.0.0.1:8000/v1"
+    server_model: str = ""
+    """The model id sent to the server (a hosted provider serves many); empty: the server's first
+    (``/v1/models``)."""
+    price_input: float = DEFAULT_PRICES.input
+    price_cached_input: float = DEFAULT_PRICES.cached_input
+    price_output: float = DEFAULT_PRICES.output
+    """Dollars per million tokens of a server's reported usage: input, input its prefix cache
+    served, output.  The defaults are the hosted model's (``core.engines.providers``); a local
+    server's are 0."""
     model_id: str = ""
     gpu_layers: GpuLayers = "auto"
     gpu_device: str = ""
@@ -102,6 +117,13 @@ class Settings:
     speculation: Speculation = "off"
     csv_formulas: CsvFormulas = "keep"
     """Off by default ("keep"), so exported data round-trips byte for byte."""
+
+    def prices(self) -> Prices:
+        """The prices an answer's cost is computed at, saying whether they are the defaults."""
+        figures = (self.price_input, self.price_cached_input, self.price_output)
+        default = figures == (DEFAULT_PRICES.input, DEFAULT_PRICES.cached_input, DEFAULT_PRICES.output)
+        source = f"the default prices: {FEATHERLESS.source}" if default else "the prices in the settings"
+        return Prices(*figures, source=source)
 
     def add_recent_database(self, path: str | os.PathLike[str]) -> None:
         """Move ``path`` to the front of the recent list, keeping it short and free of repeats."""

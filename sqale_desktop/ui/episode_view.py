@@ -26,6 +26,7 @@ from sqale_desktop.core.agent.events import (
     TurnStarted,
 )
 from sqale_desktop.core.chart_plan import has_numeric_column
+from sqale_desktop.core.engines.usage import usage_line
 from sqale_desktop.ui.chat_widgets import (
     ENDED_BY_TEXT,
     NO_CALL_NOTE,
@@ -285,6 +286,9 @@ class EpisodeView(QFrame):
         if not self.recording:
             details.append(f"{self.tokens_per_second():.1f} tok/s")
         details.append(f"{self._elapsed:.1f} s")
+        billed = usage_line(episode.stats.server_usage)  # a server's reported tokens and their cost
+        if billed:
+            details.append(billed)
         answer.set_details(" · ".join(details))
         answer.open_in_editor.connect(self.open_in_editor)
         answer.copy_requested.connect(self.copy_requested)

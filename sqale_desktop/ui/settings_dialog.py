@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import secrets
+from sqale_desktop.core.engines.providers import DEFAULT_PRICES, PROVIDERS, provider_for
 from sqale_desktop.core.imports import cache_bound
 from sqale_desktop.core.models.gpu import known_gpus
 from sqale_desktop.core.settings import LIMITS, Settings
@@ -77,8 +78,24 @@ class SettingsDialog(QDialog):
         self.engine.currentIndexChanged.connect(self._engine_changed)
         form.addRow("Engine", self.engine)
 
+        # A hosted provider as a preset: it fills in the URL, the model id and the prices it
+        # documents, all still editable; "Custom" leaves them as they are.
+        self.provider = QComboBox(self)
+        self.provider.setObjectName("provider")
+        self.provider.addItem("Custom server", "")
+        for provider in PROVIDERS.values():
+            self.provider.addItem(f"{provider.name} ({provider.model})", provider.key)
+        chosen = provider_for(settings.server_url)
+        self.provider.setCurrentIndex(max(0, self.provider.findData(chosen.key if chosen else "")))
+        self.provider.activated.connect(lambda _i: self._provider_chosen())
+        form.addRow("Server", self.provider)
         self.server_url = QLineEdit(settings.server_url, self)
         form.addRow("Server URL", self.server_url)
+        self.server_model = QLineEdit(settings.server_model, self)
+        self.server_model.setObjectName("serverModel")
+        self.server_model.setPlaceholderText("(the server's first model)")
+        form.addRow("Model id", self.server_model)
+        form.addRow("Prices", self._prices_row(settings))
         self.api_key = QLineEdit(self)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("(none)")
@@ -240,9 +257,49 @@ class SettingsDialog(QDialog):
             note += f", {state.kept_open:,} open kept"
         self._show_cache(state, note)
 
+    def _prices_row(self, settings: Settings) -> QWidget:
+        """Dollars per million tokens of a server's reported usage, for each answer's cost."""
+        row = QWidget(self)
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.price_input = _double("price_input", settings.price_input, 0.01, 3)
+        self.price_cached_input = _double("price_cached_input", settings.price_cached_input, 0.01, 3)
+        self.price_output = _double("price_output", settings.price_output, 0.01, 3)
+        for label, box in (
+            ("input $", self.price_input),
+            ("cached $", self.price_cached_input),
+            ("output $", self.price_output),
+        ):
+            layout.addWidget(QLabel(label, row))
+            layout.addWidget(box)
+        layout.addWidget(QLabel("per million tokens", row), 1)
+        row.setToolTip(
+            f"Each answer from a server shows the tokens it reported and their cost at these prices. "
+            f"Defaults: ${DEFAULT_PRICES.input:g} / ${DEFAULT_PRICES.cached_input:g} / "
+            f"${DEFAULT_PRICES.output:g}, from {PROVIDERS['featherless'].source}; set 0 for a server "
+            "of your own."
+        )
+        return row
+
+    def _provider_chosen(self) -> None:
+        provider = PROVIDERS.get(str(self.provider.currentData() or ""))
+        if provider is None:
+            return
+        self.engine.setCurrentIndex(self.engine.findData("openai"))
+        self.server_url.setText(provider.base_url)
+        self.server_model.setText(provider.model)
+        self.price_input.setValue(provider.prices.input)
+        self.price_cached_input.setValue(provider.prices.cached_input)
+        self.price_output.setValue(provider.prices.output)
+        self.n_ctx.setValue(min(self.n_ctx.value(), provider.context))  # what it serves
+        self.message.setText(
+            f"{provider.name}: its API at {provider.base_url}, model {provider.model}, a "
+            f"{provider.context // 1024}k context. Enter your {provider.name} API key above."
+        )
+
     def _engine_changed(self) -> None:
         server = self.engine.currentData() == "openai"
-        server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key)
+        server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key, self.server_model)
         for widget in server_widgets:
             widget.setEnabled(server)
         local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.gpu_device, self.threads, self.speculation)
@@ -282,6 +339,10 @@ class SettingsDialog(QDialog):
             self._original,
             engine=self.engine.currentData(),
             server_url=self.server_url.text().strip() or self._original.server_url,
+            server_model=self.server_model.text().strip(),
+            price_input=round(self.price_input.value(), 6),
+            price_cached_input=round(self.price_cached_input.value(), 6),
+            price_output=round(self.price_output.value(), 6),
             gpu_layers=gpu,
             gpu_device=str(self.gpu_device.currentData() or ""),
             n_threads=self.threads.value(),

@@ -69,6 +69,8 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         "turn_tool_time_s": dialog.tool_budget,
         "query_memory_limit_mb": dialog.memory_limit,
         "import_cache_limit_mb": dialog.cache_limit,
+        "price_input": dialog.price_input, "price_cached_input": dialog.price_cached_input,
+        "price_output": dialog.price_output,
     }  # fmt: skip
     assert set(boxes) == set(LIMITS)
     for name, box in boxes.items():

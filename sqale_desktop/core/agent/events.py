@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sqale_desktop.core.agent.protocol import AgentProtocol
+from sqale_desktop.core.engines.usage import ServerUsage
 
 EndedBy = Literal[
     "submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"
@@ -148,6 +149,9 @@ class EpisodeStats:
     seconds: float = 0.0
     engine: str = ""
     """Where the episode ran, as the engine says it ("local GPU (24 layers on CUDA0)", "local CPU")."""
+    server_usage: ServerUsage | None = None
+    """A server's engine: the tokens the server reported for the episode's requests (cached input
+    included) and their cost at the configured prices; None for a local engine."""
     thread_tokens: int = 0
     """A continued follow-up: the tokens of the thread it continued (in ``prompt_tokens`` too)."""
 

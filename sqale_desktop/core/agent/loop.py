@@ -36,6 +36,7 @@ watcher interrupts a query that is running when it is set, so nobody else interr
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -235,6 +236,7 @@ def run_episode(
                 evaluated_tokens=stats.evaluated_tokens,
                 seconds=clock() - started,
                 engine=engine.describe(),
+                server_usage=copy.deepcopy(stats.server_usage),
                 thread_tokens=episode.stats.thread_tokens,
             )
             session.close()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from sqale_desktop.core.engines.usage import ServerUsage
 from sqale_desktop.core.errors import KnownError
 
 FinishReason = Literal["stop", "length", "cancelled"]
@@ -76,6 +77,9 @@ class EngineStats:
     decode_seconds: float = 0.0
     drafted_tokens: int = 0
     accepted_tokens: int = 0
+    server_usage: ServerUsage | None = None
+    """What a server reported it used (summed over the session's requests) and its cost; None for
+    an engine that bills nothing (``core.engines.usage``)."""
 
 
 class EngineSession(Protocol):

@@ -44,7 +44,9 @@ all is a malformed response, not an empty answer.
 
 Token counts come from the server's ``usage`` (asked for with ``stream_options.include_usage``);
 servers that do not report usage get approximate counts (one token per streamed chunk for
-completions, words and punctuation for the prompt).
+completions, words and punctuation for the prompt).  What the server reported is also kept as it
+was, summed over the episode's requests, with its cost at the engine's prices
+(``stats.server_usage``, ``core.engines.usage``): a hosted provider bills those figures.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from sqale_desktop.core.engines.base import (
     valid_text,
 )
 from sqale_desktop.core.engines.text_session import TextPromptSession, count_tokens
+from sqale_desktop.core.engines.usage import Prices, ServerUsage
 
 _log = logging.getLogger(__name__)
 
@@ -105,6 +108,7 @@ class OpenAIEngine:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         template: str | None = None,
         completion_deadline_s: float = DEFAULT_COMPLETION_DEADLINE_S,
+        prices: Prices | None = None,
     ) -> None:
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -126,6 +130,8 @@ class OpenAIEngine:
         self._timeout_s = timeout_s
         self._deadline_s = completion_deadline_s
         self._template = template
+        self.prices = prices
+        """Dollars per million tokens for the cost of each episode's reported usage (None: no cost)."""
         self._tls: ssl.SSLContext | None = None
         self._tls_lock = threading.Lock()
 
@@ -205,6 +211,7 @@ class OpenAISession(TextPromptSession):
     def __init__(self, engine: OpenAIEngine, prompt: str) -> None:
         super().__init__(prompt, evaluates_appends=False)
         self._engine = engine
+        self._stats.server_usage = ServerUsage(prices=engine.prices)
 
     def close(self) -> None:
         """Nothing to release: every request uses its own connection."""
@@ -224,7 +231,7 @@ class OpenAISession(TextPromptSession):
         usage: dict[str, Any] | None = None
         chunks = chars = 0
         char_cap = max_tokens * MAX_CHARS_PER_TOKEN
-        answered = False
+        answered = served = False
         started = time.perf_counter()
         hangup = _Hangup(cancel, time.monotonic() + engine._deadline_s)
         seen = _Seen()
@@ -245,6 +252,7 @@ class OpenAISession(TextPromptSession):
                 try:
                     if response.status_code != 200:
                         raise EngineError(engine.redact(_http_error(response)))
+                    served = True  # a request the server took on: its usage counts, or is missing
                     response.encoding = "utf-8-sig"  # the spec's decoding (see the module docstring)
                     for event in _payloads(source, cancel, seen):
                         if hangup.expired:
@@ -290,7 +298,7 @@ class OpenAISession(TextPromptSession):
             self._finish = "cancelled"
         finally:
             hangup.stop()
-            self._account(usage, chunks, time.perf_counter() - started)
+            self._account(usage, chunks, time.perf_counter() - started, served)
 
     def _body(self, max_tokens: int, sampling: SamplingParams) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -313,18 +321,20 @@ class OpenAISession(TextPromptSession):
             body["model"] = model
         return body
 
-    def _account(self, usage: dict[str, Any] | None, chunks: int, seconds: float) -> None:
+    def _account(self, usage: dict[str, Any] | None, chunks: int, seconds: float, served: bool) -> None:
         stats = self._stats
         stats.decode_seconds += seconds
         prompt = _int(usage, "prompt_tokens") if usage else None
         completion = _int(usage, "completion_tokens") if usage else None
+        details = usage.get("prompt_tokens_details") if usage else None
+        cached = _int(details, "cached_tokens") if isinstance(details, dict) else None
+        if served and stats.server_usage is not None:
+            stats.server_usage.add(prompt, completion, cached)
         if prompt is None or completion is None:
             stats.completion_tokens += chunks
             stats.prompt_tokens = count_tokens(self.prompt_text)
             stats.evaluated_tokens += count_tokens(self.prompt_text)
             return
-        details = usage.get("prompt_tokens_details") if usage else None
-        cached = _int(details, "cached_tokens") if isinstance(details, dict) else None
         stats.completion_tokens += completion
         stats.prompt_tokens = prompt + completion
         stats.evaluated_tokens += prompt - (cached or 0) + completion

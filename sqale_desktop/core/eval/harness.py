@@ -20,6 +20,7 @@ What each line holds is documented on :func:`episode_record`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -34,6 +35,7 @@ from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.engines.base import Engine, EngineError
 from sqale_desktop.core.engines.openai_http import UNREACHABLE
+from sqale_desktop.core.engines.usage import Prices, ServerUsage, total
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
 from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepare_database
@@ -393,6 +395,7 @@ def episode_record(
             "completion": stats.completion_tokens,
             "evaluated": stats.evaluated_tokens,
         },
+        "server_usage": dataclasses.asdict(stats.server_usage) if stats.server_usage is not None else None,
         "seconds": seconds,
         "tflops": 2 * parameters * tokens_processed / 1e12 if parameters else None,
         "gold_tables": list(gold_tables),
@@ -417,6 +420,49 @@ def tables_opened(episode: Episode) -> set[str]:
             elif call.tool == "run_query" and isinstance(call.args.get("sql"), str):
                 opened.update(sql_facts.tables(call.args["sql"]))
     return opened
+
+
+def usage_totals(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The server-reported tokens of the run's episodes (the last one per question) summed, with
+    their cost at the prices the episodes ran at: ``run.json``'s and the report's ``usage``.  None
+    when no episode ran on a server."""
+    usages: list[ServerUsage | None] = []
+    prices: Prices | None = None
+    for record in latest_by_question(records).values():
+        usage = _usage(record.get("server_usage"))
+        usages.append(usage)
+        prices = prices or (usage.prices if usage is not None else None)
+    summed = total(usages, prices)
+    return dataclasses.asdict(summed) if summed is not None else None
+
+
+def _usage(value: Any) -> ServerUsage | None:
+    """A record's ``server_usage`` read back (None when absent or not of that shape)."""
+    if not isinstance(value, dict):
+        return None
+    names = ("input_tokens", "cached_tokens", "output_tokens", "requests", "unreported")
+    counts = [value.get(name) for name in names]
+    numbers = [v for v in counts if isinstance(v, int) and not isinstance(v, bool)]
+    if len(numbers) != len(names):
+        return None
+    raw = value.get("prices")
+    prices = None
+    if isinstance(raw, dict):
+        try:
+            figures = (float(raw["input"]), float(raw["cached_input"]), float(raw["output"]))
+            prices = Prices(*figures, source=str(raw.get("source", "")))
+        except (KeyError, TypeError, ValueError):
+            prices = None
+    usage = ServerUsage(
+        input_tokens=numbers[0],
+        cached_tokens=numbers[1],
+        output_tokens=numbers[2],
+        requests=numbers[3],
+        unreported=numbers[4],
+        prices=prices,
+    )
+    usage.cost_usd = usage.cost(prices)
+    return usage
 
 
 def _unreachable(record: dict[str, Any]) -> bool:
@@ -445,6 +491,7 @@ def _failed_record(
         "rounds": 0,
         "tool_calls": {"total": 0, "distinct": 0, "per_round": []},
         "tokens": {"prompt": 0, "completion": 0, "evaluated": 0},
+        "server_usage": None,
         "seconds": seconds,
         "tflops": None,
         "gold_tables": [],

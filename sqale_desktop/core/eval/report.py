@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.engines.usage import format_usd
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval.harness import (
     RUN_FILE,
@@ -31,6 +32,7 @@ from sqale_desktop.core.eval.harness import (
     latest_by_question,
     read_episodes,
     read_run_json,
+    usage_totals,
 )
 from sqale_desktop.core.eval.stats import McNemar, mcnemar, wilson
 
@@ -67,6 +69,8 @@ class RunSummary:
     run_dir: Path
     settings: dict[str, Any]
     conditions: list[ConditionSummary] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    """The server-reported tokens and their cost, summed over the run (``harness.usage_totals``)."""
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -86,7 +90,7 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def summarise(run_dir: Path) -> RunSummary:
     settings, records = load_run(run_dir)
-    summary = RunSummary(run_dir, settings)
+    summary = RunSummary(run_dir, settings, usage=usage_totals(records))
     by_condition: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_condition.setdefault(str(record.get("condition")), []).append(record)
@@ -160,6 +164,28 @@ def table_rows(summary: RunSummary) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return header, rows
+
+
+def usage_lines(usage: dict[str, Any] | None) -> list[str]:
+    """The report's words for the run's server usage; none for a run on a local model."""
+    if not usage:
+        return []
+    cached = usage["cached_tokens"]
+    lines = [
+        f"{usage['input_tokens']:,} input tokens ({cached:,} of them cached), "
+        f"{usage['output_tokens']:,} output tokens, over {usage['requests']:,} requests"
+    ]
+    if usage["unreported"]:
+        lines.append(f"{usage['unreported']:,} answers reported no usage: the cost is unknown")
+    prices = usage.get("prices")
+    if usage.get("cost_usd") is not None and prices:
+        rates = (
+            f"${prices['input']:g} input, ${prices['cached_input']:g} cached input, "
+            f"${prices['output']:g} output per million tokens"
+        )
+        where = prices.get("source") or "the prices in the settings"
+        lines.append(f"cost {format_usd(usage['cost_usd'])} at {rates} ({where})")
+    return lines
 
 
 def settings_lines(settings: dict[str, Any]) -> list[tuple[str, str]]:
@@ -289,6 +315,10 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
     for c in summary.conditions:
         mix = ", ".join(f"{k} {v}" for k, v in c.ended_by.items())
         md.append(f"- {c.condition}: {mix}")
+    usage = usage_lines(summary.usage)
+    if usage:
+        md += ["", "## Server usage", ""]
+        md.extend(f"- {line}" for line in usage)
     md += ["", "## Charts", ""]
     md.extend(f"![{name}]({CHARTS_DIR}/{name})" for name in images)
     md += ["", "## Settings", ""]
@@ -311,7 +341,12 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
     for c in summary.conditions:
         mix = ", ".join(f"{k} {v}" for k, v in c.ended_by.items())
         parts.append(f"<li>{esc(c.condition)}: {esc(mix)}</li>")
-    parts.append("</ul><h2>Charts</h2>")
+    parts.append("</ul>")
+    if usage:
+        parts.append("<h2>Server usage</h2><ul>")
+        parts.extend(f"<li>{esc(line)}</li>" for line in usage)
+        parts.append("</ul>")
+    parts.append("<h2>Charts</h2>")
     for name, data in images.items():
         encoded = base64.b64encode(data).decode("ascii")
         parts.append(f"<img alt='{esc(name)}' src='data:image/png;base64,{encoded}'>")
