@@ -218,6 +218,30 @@ def _read_header(path: Path, wanted: Callable[[str], bool], with_tensors: bool) 
         return GgufHeader(found, tensors)
 
 
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a run report records of the weights: their parameter count and file type."""
+
+    parameters: int
+    file_type: int | None
+    """``general.file_type`` (a ``gguf.LlamaFileType`` value), None when the header has none."""
+
+
+def read_model_facts(path: Path) -> ModelFacts:
+    """The parameter count (every tensor's elements) and file type of the GGUF ``path``, through
+    the bounded scanner: the ``gguf`` package's reader took 88-91 s and 4.8 GB on a 24 MB header
+    of 3 million empty strings.  Raises :class:`GgufUnreadable`."""
+    header = read_header(path, lambda key: key == "general.file_type", tensors=True)
+    parameters = 0
+    for tensor in header.tensors:
+        elements = 1
+        for size in tensor.shape:
+            elements *= size
+        parameters += elements
+    file_type = header.metadata.get("general.file_type")
+    return ModelFacts(parameters, int(file_type) if isinstance(file_type, int) else None)
+
+
 def _wanted(key: str) -> bool:
     return key in WANTED_KEYS or key.endswith(WANTED_SUFFIXES)
 
