@@ -117,8 +117,11 @@ class LaunchOpener(QObject):
         if self._settled:
             return
         self.errors.append(message)
-        # open_failed is emitted right after show_error: the banner holds Ctrl+O's own wording.
-        self.messages.append(self.window.banner.text())
+        # open_failed is emitted right after show_error: the banner holds Ctrl+O's own wording.  An
+        # import the person stopped shows no error: the banner still holds an earlier one, or none.
+        banner = self.window.banner
+        if not banner.isHidden() and banner.topic == "open" and banner.text() not in self.messages:
+            self.messages.append(banner.text())
         self._answered(None)
 
     def _answered(self, _page: Any) -> None:
