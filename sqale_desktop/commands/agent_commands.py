@@ -41,10 +41,10 @@ from sqale_desktop.core.agent.events import (
 )
 from sqale_desktop.core.agent.loop import EpisodeControl
 from sqale_desktop.core.db.render import render_cell
-from sqale_desktop.core.engines.usage import usage_line
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.export_formats import json_text
 from sqale_desktop.core.runtime import COMMAND_ENGINES
+from sqale_desktop.core.server_usage import usage_line
 
 if TYPE_CHECKING:
     from sqale_desktop.core.agent.followup import Thread

@@ -421,7 +421,6 @@ def _execute(
 def _record_usage(run_dir: Path) -> None:
     """``run.json``'s ``usage``: the tokens the server reported for the run's episodes and their
     cost at the configured prices, updated whenever a session of the run ends (a stop included)."""
-    from sqale_desktop.core.engines.usage import Prices, ServerUsage, usage_line
     from sqale_desktop.core.eval.harness import (
         RUN_FILE,
         RunFileError,
@@ -429,6 +428,7 @@ def _record_usage(run_dir: Path) -> None:
         read_run_json,
         usage_totals,
     )
+    from sqale_desktop.core.server_usage import Prices, ServerUsage, usage_line
 
     totals = usage_totals(read_episodes(run_dir))
     if totals is None:

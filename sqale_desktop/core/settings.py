@@ -19,8 +19,8 @@ from typing import Any, Literal, get_args
 
 from sqale_desktop.core import json_input, paths
 from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
-from sqale_desktop.core.engines.providers import DEFAULT_PRICES, FEATHERLESS
-from sqale_desktop.core.engines.usage import Prices
+from sqale_desktop.core.providers import DEFAULT_PRICES, FEATHERLESS
+from sqale_desktop.core.server_usage import Prices
 
 SCHEMA_VERSION = 1
 SETTINGS_FILE = "settings.json"
@@ -49,7 +49,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "turn_tool_time_s": (1.0, 3600.0),
     "query_memory_limit_mb": (256, 1_048_576),  # the database worker's address space (core/db/process.py)
     "max_rows": (1, 10_000_000),
-    # dollars per million tokens of a server's reported usage (core/engines/usage.py)
+    # dollars per million tokens of a server's reported usage (core/server_usage.py)
     "price_input": (0.0, 10_000.0),
     "price_cached_input": (0.0, 10_000.0),
     "price_output": (0.0, 10_000.0),
@@ -85,7 +85,7 @@ class Settings:
     price_cached_input: float = DEFAULT_PRICES.cached_input
     price_output: float = DEFAULT_PRICES.output
     """Dollars per million tokens of a server's reported usage: input, input its prefix cache
-    served, output.  The defaults are the hosted model's (``core.engines.providers``); a local
+    served, output.  The defaults are the hosted model's (``core.providers``); a local
     server's are 0."""
     model_id: str = ""
     gpu_layers: GpuLayers = "auto"

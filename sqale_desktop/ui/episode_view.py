@@ -26,7 +26,7 @@ from sqale_desktop.core.agent.events import (
     TurnStarted,
 )
 from sqale_desktop.core.chart_plan import has_numeric_column
-from sqale_desktop.core.engines.usage import usage_line
+from sqale_desktop.core.server_usage import usage_line
 from sqale_desktop.ui.chat_widgets import (
     ENDED_BY_TEXT,
     NO_CALL_NOTE,

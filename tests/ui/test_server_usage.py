@@ -17,9 +17,9 @@ from keyring.backends import fail
 from sqale_desktop.cli import main
 from sqale_desktop.core import secrets
 from sqale_desktop.core import settings as settings_mod
-from sqale_desktop.core.engines.providers import FEATHERLESS
-from sqale_desktop.core.engines.usage import format_usd
 from sqale_desktop.core.history import History
+from sqale_desktop.core.providers import FEATHERLESS
+from sqale_desktop.core.server_usage import format_usd
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.settings_dialog import SettingsDialog
 from tests.completion_server import KEY, Script

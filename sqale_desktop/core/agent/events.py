@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sqale_desktop.core.agent.protocol import AgentProtocol
-from sqale_desktop.core.engines.usage import ServerUsage
+from sqale_desktop.core.server_usage import ServerUsage
 
 EndedBy = Literal[
     "submit_sql", "final_turn", "fallback_to_last_working_query", "no_answer", "cancelled", "error"

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from sqale_desktop.core.engines.usage import ServerUsage
 from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.server_usage import ServerUsage
 
 FinishReason = Literal["stop", "length", "cancelled"]
 
@@ -79,7 +79,7 @@ class EngineStats:
     accepted_tokens: int = 0
     server_usage: ServerUsage | None = None
     """What a server reported it used (summed over the session's requests) and its cost; None for
-    an engine that bills nothing (``core.engines.usage``)."""
+    an engine that bills nothing (``core.server_usage``)."""
 
 
 class EngineSession(Protocol):

@@ -46,7 +46,7 @@ Token counts come from the server's ``usage`` (asked for with ``stream_options.i
 servers that do not report usage get approximate counts (one token per streamed chunk for
 completions, words and punctuation for the prompt).  What the server reported is also kept as it
 was, summed over the episode's requests, with its cost at the engine's prices
-(``stats.server_usage``, ``core.engines.usage``): a hosted provider bills those figures.
+(``stats.server_usage``, ``core.server_usage``): a hosted provider bills those figures.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from sqale_desktop.core.engines.base import (
     valid_text,
 )
 from sqale_desktop.core.engines.text_session import TextPromptSession, count_tokens
-from sqale_desktop.core.engines.usage import Prices, ServerUsage
+from sqale_desktop.core.server_usage import Prices, ServerUsage
 
 _log = logging.getLogger(__name__)
 

@@ -35,7 +35,6 @@ from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
 from sqale_desktop.core.engines.base import Engine, EngineError
 from sqale_desktop.core.engines.openai_http import UNREACHABLE
-from sqale_desktop.core.engines.usage import Prices, ServerUsage, total
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval import sql_facts
 from sqale_desktop.core.eval.conditions import Condition, ConditionError, prepare_database
@@ -44,6 +43,7 @@ from sqale_desktop.core.eval.questions import EvalQuestion
 from sqale_desktop.core.eval.scorer import DEFAULT_TIME_LIMIT_S, Score, Scorer
 from sqale_desktop.core.export_formats import json_text
 from sqale_desktop.core.runtime import EpisodeFn
+from sqale_desktop.core.server_usage import Prices, ServerUsage, total
 
 _log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.engines.usage import format_usd
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.eval.harness import (
     RUN_FILE,
@@ -35,6 +34,7 @@ from sqale_desktop.core.eval.harness import (
     usage_totals,
 )
 from sqale_desktop.core.eval.stats import McNemar, mcnemar, wilson
+from sqale_desktop.core.server_usage import format_usd
 
 CHARTS_DIR = "report_files"
 

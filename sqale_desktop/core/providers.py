@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqale_desktop.core.engines.usage import Prices
+from sqale_desktop.core.server_usage import Prices
 
 
 @dataclass(frozen=True)
