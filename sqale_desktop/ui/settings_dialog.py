@@ -192,6 +192,13 @@ class SettingsDialog(QDialog):
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
         form.addRow("Import cache", self._cache_row(settings))
+        self.write_limit = _int("import_write_limit_mb", settings.import_write_limit_mb, 256)
+        self.write_limit.setSuffix(" MB")
+        self.write_limit.setToolTip(
+            "The most one imported file may grow to in the cache. A small compressed file can "
+            "hold gigabytes; past this size its import stops with a message and keeps nothing."
+        )
+        form.addRow("Import size limit", self.write_limit)
         self.csv_formulas = QCheckBox("Sanitize formulas in CSV exports", self)
         self.csv_formulas.setChecked(settings.csv_formulas == "sanitize")
         self.csv_formulas.setToolTip(
@@ -357,6 +364,7 @@ class SettingsDialog(QDialog):
             query_memory_limit_mb=self.memory_limit.value(),
             max_rows=self.max_rows.value(),
             import_cache_limit_mb=self.cache_limit.value(),
+            import_write_limit_mb=self.write_limit.value(),
             theme=self.theme.currentData(),
             speculation=self.speculation.currentData(),
         )

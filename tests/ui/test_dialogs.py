@@ -68,7 +68,7 @@ def test_settings_spin_boxes_use_the_loaders_limits(qtbot: Any) -> None:
         "min_p": dialog.min_p, "query_time_limit_s": dialog.time_limit, "max_rows": dialog.max_rows,
         "turn_tool_time_s": dialog.tool_budget,
         "query_memory_limit_mb": dialog.memory_limit,
-        "import_cache_limit_mb": dialog.cache_limit,
+        "import_cache_limit_mb": dialog.cache_limit, "import_write_limit_mb": dialog.write_limit,
         "price_input": dialog.price_input, "price_cached_input": dialog.price_cached_input,
         "price_output": dialog.price_output,
     }  # fmt: skip
@@ -300,3 +300,12 @@ def test_settings_show_the_import_cache_and_clear_what_is_not_open(qtbot: Any, t
         assert db.execute("SELECT count(*) FROM kept").rows == [(2000,)]
     dialog.cache_limit.setValue(512)
     assert dialog.result_settings().import_cache_limit_mb == 512
+
+
+def test_the_import_size_limit_round_trips(qtbot: Any) -> None:
+    """The size cap on what one import writes (issue 30) is set in the dialog like the others."""
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.write_limit.value() == Settings().import_write_limit_mb
+    dialog.write_limit.setValue(512)
+    assert dialog.result_settings().import_write_limit_mb == 512
