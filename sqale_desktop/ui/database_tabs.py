@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.imports import ImportProgress, ImportResult, kind_of, resolve_database
+from sqale_desktop.core.imports import ImportCrashed, ImportProgress, ImportResult, kind_of, resolve_database
 from sqale_desktop.core.imports.preview import Preview, preview_source
 from sqale_desktop.core.imports.progress import ImportCancelled
 from sqale_desktop.core.settings import Settings
@@ -323,6 +323,10 @@ class DatabaseTabs(QObject):
             self.message.emit(str(exc))  # "Import of orders.csv stopped; nothing was kept."
         else:
             self.error.emit(f"Could not open {path.name}: {exc}")
+        if isinstance(exc, ImportCrashed):
+            # The file crashed or flooded its importer: it is not reopened at the next start, which
+            # would only meet it again (issue 30).  Any other failure keeps its place to retry.
+            self._remember_open_tabs()
         self.open_failed.emit(str(exc))
 
     def restore_tabs(self) -> int:

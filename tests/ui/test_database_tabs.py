@@ -201,3 +201,22 @@ def test_several_files_chosen_at_once_open_in_that_order_the_last_in_front(
     qtbot.waitUntil(lambda: len(harness.tabs.pages()) == 3, timeout=30_000)
     assert tab_texts(harness) == [sakila.name, chinook.name, northwind.name]
     assert harness.tabs.current_page() is harness.tabs.pages()[2]
+
+
+def test_a_restored_workbook_that_crashes_its_importer_is_a_message_and_not_restored_again(
+    qtbot: Any, harness: Harness, tmp_path: Path
+) -> None:
+    """Issue 30: last session's only tab was a workbook since replaced by one that makes calamine
+    abort.  The start survives it (the importer is a child), the banner names the file, and the
+    workbook is no longer among the tabs to restore, so the next start does not meet it again."""
+    from tests.hostile_files import far_corner_workbook
+
+    book = far_corner_workbook(tmp_path / "regional_sales.xlsx")
+    harness.settings.open_databases = [str(book)]
+    harness.settings.active_database = str(book)
+    with qtbot.waitSignal(harness.tabs.open_failed, timeout=60_000):
+        assert harness.tabs.restore_tabs() == 1
+    errors = [text for kind, text in harness.signals if kind == "error"]
+    assert len(errors) == 1 and "regional_sales.xlsx" in errors[0]
+    assert harness.settings.open_databases == []
+    assert harness.tabs.pages() == []
