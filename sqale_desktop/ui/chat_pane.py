@@ -25,6 +25,7 @@ from sqale_desktop.core.agent.events import Episode, Event
 from sqale_desktop.core.agent.followup import Thread, ThreadError
 from sqale_desktop.ui.chat_widgets import RerunCard
 from sqale_desktop.ui.episode_view import EpisodeView
+from sqale_desktop.ui.status_text import StatusText
 
 PLACEHOLDER = "Ask a question…  (Enter asks, Shift+Enter for a new line)"
 
@@ -118,9 +119,10 @@ class ChatPane(QWidget):
         self.stop_button.setToolTip("Stop generation and the running query (Esc)")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop_requested)
-        self.live = QLabel("", self)
+        # Wraps (a long reason must not widen the pane), and changes per streamed batch without
+        # relaying out the window (ui/status_text.py).
+        self.live = StatusText("", self)
         self.live.setObjectName("liveStatus")
-        self.live.setWordWrap(True)  # a long reason must not widen the pane (or the window)
         self.follow_bar = QWidget(self)
         self.follow_bar.setObjectName("followUpBar")
         follow_row = QHBoxLayout(self.follow_bar)

@@ -35,6 +35,7 @@ from sqale_desktop.ui.chat_widgets import (
     ToolCard,
     cut_note,
 )
+from sqale_desktop.ui.status_text import StatusText
 
 LIVE_RATE_MIN_S = 0.25
 """Below this much streaming time a live rate is noise; the last turn's figure is shown instead."""
@@ -157,8 +158,7 @@ class EpisodeView(QFrame):
                 "#recordingBadge { background: #1565c0; color: white; padding: 4px; border-radius: 3px; }"
             )
             self._layout.addWidget(self.badge)
-        self.progress = QLabel("", self)
-        self.progress.setWordWrap(True)
+        self.progress = StatusText("", self)  # changes per streamed batch (ui/status_text.py)
         self.progress.setObjectName("episodeProgress")
         self._layout.addWidget(self.progress)
         self.turns: dict[int, TurnView] = {}
