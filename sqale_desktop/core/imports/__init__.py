@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core.imports import cache_bound, isolated
+from sqale_desktop.core.imports import build_lock, cache_bound, isolated
 from sqale_desktop.core.imports.isolated import ImportCrashed
 from sqale_desktop.core.imports.progress import (
     ImportCancelled,
@@ -247,11 +247,34 @@ def import_source(
 ) -> ImportResult:
     """Import ``source`` into the cache, or reuse the import made while it was as it is now; one
     build of a source at a time (:mod:`.build_lock`: a second import waits, then reuses it)."""
-    from sqale_desktop.core.imports import build_lock
-
     path = Path(os.path.abspath(Path(source).expanduser()))
-    with build_lock.held(cache_folder(path), cancel, path.name):
-        return _import_source(path, progress, cancel)
+    folder = cache_folder(path)
+    with build_lock.held(folder, cancel, path.name):
+        try:
+            return _import_source(path, progress, cancel)
+        except BaseException:
+            _forget_unbuilt(folder)
+            raise
+
+
+def _forget_unbuilt(folder: Path) -> None:
+    """A failed or stopped import keeps nothing: when its folder holds no earlier import, only the
+    build lock and the cache's use stamp, the folder goes too (called holding the lock).
+
+    The lock file is unlinked while held: an import of the same source already waiting on it gets
+    it next and builds the folder again; only a third one starting in that instant could build
+    beside it (it would lock a new file), and both would write the same thing.
+    """
+    try:
+        names = {entry.name for entry in folder.iterdir()}
+    except OSError:
+        return
+    if names <= {build_lock.LOCK_FILE, cache_bound.STAMP}:
+        for name in (cache_bound.STAMP, build_lock.LOCK_FILE):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _import_source(
