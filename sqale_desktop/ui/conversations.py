@@ -152,6 +152,7 @@ class Conversations(QObject):
         dialog.deleted.connect(self.conversation_deleted)
         dialog.open_requested.connect(lambda path: self.open_requested.emit(Path(path)))
         dialog.exec()
+        dialog.deleteLater()  # one per showing: a closed one is not kept among the top-level widgets
 
     def conversation_deleted(self, conversation_id: int) -> None:
         """A conversation was deleted from the store: the open tabs that showed it start afresh."""

@@ -237,8 +237,21 @@ def test_a_data_file_is_named_after_itself_and_its_conversation_reopens_it(
         with source.open("ab") as handle:  # one more row, in the file's own codec and layout
             handle.write("5 stars;Élysée;01-01-13;2013;0,5;80,0;40,0;Mkg\r\n".encode("cp1252"))
 
+        def shown() -> list[ConversationsDialog]:
+            return [
+                w
+                for w in QApplication.topLevelWidgets()
+                if isinstance(w, ConversationsDialog) and w.isVisible()
+            ]
+
         def pick() -> None:
-            dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, ConversationsDialog))
+            try:
+                choose(shown()[0])
+            finally:  # a failed step fails the test (no database_opened) instead of leaving it modal
+                for dialog in shown():
+                    dialog.reject()
+
+        def choose(dialog: ConversationsDialog) -> None:
             seen["listed"] = [
                 dialog.list.item(i).text().split("  —  ")[0] for i in range(dialog.list.count())
             ]
