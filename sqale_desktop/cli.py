@@ -98,7 +98,7 @@ def launch_files(args: Sequence[str], commands: set[str]) -> list[str] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["--child-module"]:
-        from sqale_desktop.core.models.convert.child import run_child
+        from sqale_desktop.core.child.launch import run_child
 
         return run_child(args_list[1:])
     parser = build_parser()

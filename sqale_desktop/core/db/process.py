@@ -85,7 +85,7 @@ class WorkerProcess:
     """One database worker process; ``call`` is used by one thread at a time (the link's lock)."""
 
     def __init__(self, memory_mb: int, on_end: Callable[[WorkerProcess], None] | None = None) -> None:
-        from sqale_desktop.core.models.convert.child import child_command, child_env
+        from sqale_desktop.core.child.launch import child_command, child_env
 
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()

@@ -9,7 +9,7 @@ and a crash here is a message in the app, never the end of the window.  A memory
 (``RLIMIT_AS``) turns a runaway allocation into a clear message too.
 
 Started as ``sqale-desktop --child-module sqale_desktop.core.db.worker MEMORY_MB`` (which works in
-the frozen app as well, ``core.models.convert.child``).  Requests arrive on stdin and replies
+the frozen app as well, ``core.child.launch``).  Requests arrive on stdin and replies
 leave on stdout, both as ``multiprocessing.connection`` messages; the process's own stdout is
 pointed at stderr so that nothing else can write into the reply stream.  One session (one
 database connection, ``session.Session``) at a time; the app leases the worker to one thread of
@@ -45,6 +45,8 @@ import pickle
 import signal
 import sqlite3
 import sys
+import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -56,6 +58,8 @@ from sqale_desktop.core.db.watchdog import Backstop
 
 MODULE = "sqale_desktop.core.db.worker"
 STOP_SIGNAL = getattr(signal, "SIGUSR1", signal.SIGTERM)
+_APP_CHECK_S = 0.2
+"""How often a worker checks that the app is still there (its parent process)."""
 
 
 class Worker:
@@ -185,17 +189,25 @@ def child_main(argv: list[str]) -> int:
 
 
 def _end_with_the_app() -> None:
-    """Linux: be killed when the app dies, even in the middle of a long C call (which would not
-    notice its closed stdin for minutes).  Elsewhere the closed stdin ends the worker."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
+    """End when the app dies, even in the middle of a long SQLite call (which would not notice its
+    closed stdin for minutes): a thread watches for the app's end and exits the process.
 
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() == 1:  # the app died before the request above: nothing to serve
+    Not Linux's ``PR_SET_PDEATHSIG``: its "parent" is the *thread* that started the process, so a
+    worker started from a short-lived thread (the pool's spare starter, a QThreadPool thread that
+    expires) was killed with SIGKILL when that thread ended, while the app still used it.  SQLite
+    releases the GIL while it steps, so this thread runs during any query.
+    """
+    app = os.getppid()
+    if app == 1:  # the app died before we got here: nothing to serve
         os._exit(0)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_APP_CHECK_S)
+            if os.getppid() != app:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="app-watch", daemon=True).start()
 
 
 def _cap_memory(memory_mb: int) -> None:
