@@ -98,6 +98,11 @@ def build(
                 f"{name} could not be imported: the importer failed ({exc}); nothing was kept."
             ) from None
         raise
+    if cancel is not None and cancel.is_set():
+        # Stop came while the child finished (its last report still on its way): the person
+        # stopped it, so nothing is kept, as for a Stop a moment earlier.
+        shutil.rmtree(folder / ".building", ignore_errors=True)
+        raise ImportCancelled(f"Import of {name} stopped; nothing was kept.")
     from sqale_desktop.core.imports import ImportResult
 
     data = done.data
