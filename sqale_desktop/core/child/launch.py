@@ -17,6 +17,7 @@ in a parent that runs threads.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -70,12 +71,16 @@ def child_env(memory_mb: int | None = None, temp_dir: Path | None = None) -> dic
 
 
 def apply_memory_cap(memory_mb: int) -> None:
-    """Cap this process's address space at ``memory_mb`` MB (POSIX; a no-op elsewhere), no core file."""
+    """Cap this process's address space at ``memory_mb`` MB (0: no cap; POSIX, a no-op
+    elsewhere) and leave no core file; every child of the app, the database worker included."""
     try:
         import resource
     except ImportError:  # Windows: no RLIMIT_AS; the parent's deadline and Stop still hold
         return
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file behind
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file behind
+    if memory_mb <= 0:
+        return
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = memory_mb * 1024 * 1024
     if hard != resource.RLIM_INFINITY:

@@ -43,7 +43,7 @@ from sqale_desktop.core.child.messages import Message
 from sqale_desktop.core.errors import KnownError
 
 # Past a deadline, how long the child has to end the normal way before it is killed (one figure
-# for every child; the database worker's own loop uses the same 0.5 s).
+# for every child, the database worker's loop included).
 KILL_GRACE_S = 0.5
 POLL_S = 0.02  # how often the parent looks at Stop and the clock while no message comes
 START_S = 30.0  # an interpreter and the core's imports, on a busy computer
@@ -79,8 +79,17 @@ class ChildFailed(KnownError):
         self.kind = kind
 
 
+def signal_name(number: int) -> str:
+    """``SIGSEGV`` for 11: how a child's death by signal is named in every message."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def set_memory_limit_mb(memory_mb: int) -> None:
-    """The children's memory cap from the settings (``query_memory_limit_mb``)."""
+    """The children's memory cap from the settings (``query_memory_limit_mb``), the database
+    workers' included (``core.db.process.set_memory_limit_mb`` sets it)."""
     global _memory_mb
     _memory_mb = int(memory_mb)
 
@@ -363,10 +372,7 @@ class _Supervised:
         at_cap = self.memory_mb is not None and any(w in line for line in tail for w in _MEMORY_WORDS)
         cap = f"its {self.memory_mb} MB memory cap"
         if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
+            name = signal_name(-code)
             if at_cap:
                 return ChildDied(f"{self.what} reached {cap} and was ended ({name})", "memory")
             return ChildDied(f"{self.what} crashed ({name})", "signal")

@@ -29,7 +29,6 @@ import contextlib
 import io
 import os
 import pickle
-import signal
 import subprocess
 import threading
 import time
@@ -37,17 +36,18 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
+from sqale_desktop.core.child.supervise import KILL_GRACE_S, signal_name
+from sqale_desktop.core.child.supervise import memory_limit_mb as child_memory_limit_mb
+from sqale_desktop.core.child.supervise import set_memory_limit_mb as set_child_memory_limit_mb
 from sqale_desktop.core.db import worker as worker_module
 from sqale_desktop.core.errors import KnownError
 
-# Seconds past the deadline (or a Stop) before the worker is killed: the worker's own backstop
-# interrupts at ``watchdog.GRACE_S``; this leaves it time to answer the normal way first.
-KILL_GRACE_S = 0.5
+# KILL_GRACE_S, seconds past the deadline (or a Stop) before the worker is killed, is the child
+# kit's one figure: the worker's own backstop interrupts at ``watchdog.GRACE_S``; this leaves it
+# time to answer the normal way first.
 # How often a waiting caller looks at its Stop flag and the clock (the reply itself wakes it at once):
 # part of the time from Stop to the statement's end.
 POLL_S = 0.005
-# The worker's memory cap (``RLIMIT_AS``, address space) unless ``set_memory_limit_mb`` says otherwise.
-DEFAULT_MEMORY_LIMIT_MB = 2048
 # Worker processes alive at once, across every open database (each is a Python process of about
 # 30 MB): past it a lease takes an idle worker from another database, or waits for one.
 MAX_WORKERS = 8
@@ -213,10 +213,7 @@ class WorkerProcess:
             self._proc.wait(timeout=2.0)
         code = self._proc.poll()
         if code is not None and code < 0:
-            try:
-                detail = signal.Signals(-code).name
-            except ValueError:
-                detail = f"signal {-code}"
+            detail = signal_name(-code)
         else:
             detail = f"exit status {code}" if code is not None else "no reply"
         return WorkerGone("crashed", detail)
@@ -256,9 +253,14 @@ class WorkerPool:
         self._starting = False
         self._closed = False
         self._reaper: threading.Thread | None = None
-        self.memory_mb = DEFAULT_MEMORY_LIMIT_MB
         self.max_workers = MAX_WORKERS
         self.idle_s = IDLE_S
+
+    @property
+    def memory_mb(self) -> int:
+        """The cap of workers started now: the one figure every child of the app runs under
+        (``core.child``'s, from the settings' ``query_memory_limit_mb``)."""
+        return child_memory_limit_mb()
 
     @property
     def count(self) -> int:
@@ -437,5 +439,6 @@ atexit.register(POOL.close)
 
 
 def set_memory_limit_mb(memory_mb: int) -> None:
-    """The memory cap of workers started from now on (idle ones are replaced on their next lease)."""
-    POOL.memory_mb = int(memory_mb)
+    """The memory cap of workers, and of every other child, started from now on (idle workers
+    are replaced on their next lease)."""
+    set_child_memory_limit_mb(memory_mb)

@@ -52,6 +52,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.child.launch import apply_memory_cap
 from sqale_desktop.core.db.errors import DatabaseError, DatabaseUnreadable, QueryOutOfMemory, QueryTimeout
 from sqale_desktop.core.db.session import Session, out_of_memory_message, probe, time_limit_message
 from sqale_desktop.core.db.watchdog import Backstop
@@ -163,7 +164,7 @@ def child_main(argv: list[str]) -> int:
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # print() and C libraries writing to stdout must not corrupt the replies
     sys.stdout = sys.stderr
-    _cap_memory(memory_mb)
+    apply_memory_cap(memory_mb)
     _end_with_the_app()
     worker = Worker(memory_mb)
     signal.signal(STOP_SIGNAL, worker.on_stop)
@@ -208,19 +209,3 @@ def _end_with_the_app() -> None:
                 os._exit(0)
 
     threading.Thread(target=watch, name="app-watch", daemon=True).start()
-
-
-def _cap_memory(memory_mb: int) -> None:
-    try:
-        import resource
-    except ImportError:  # Windows: no cap, the result budget still holds
-        return
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file behind
-    if memory_mb <= 0:
-        return
-    limit = memory_mb * 1024 * 1024
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))

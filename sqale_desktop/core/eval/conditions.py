@@ -439,7 +439,6 @@ def _build_in_child(
     """Run ``reduce_child`` on ``plan`` (``core.child``): killed past a step's limit plus the kit's
     grace, or at once on ``cancel``; its ``note`` messages (tables left out) come back."""
     from sqale_desktop.core import child
-    from sqale_desktop.core.db.process import POOL
 
     notes: list[dict[str, Any]] = []
     steps: list[str] = []
@@ -461,7 +460,6 @@ def _build_in_child(
             on_message=heard,
             start_s=CHILD_START_S,
             step_s=time_limit_s,
-            memory_mb=POOL.memory_mb,  # the settings' cap, as the database worker's
         )
     except child.ChildStopped:
         raise ConditionError("building the reduced database was cancelled") from None

@@ -78,9 +78,13 @@ def build(
     name = source.name
     try:
         done = child.run(
-            MODULE, plan, what="the importer", cancel=cancel, on_message=heard, spare=True,
-            memory_mb=_memory_cap_mb(),
-        )  # fmt: skip
+            MODULE,
+            plan,
+            what="the importer",
+            cancel=cancel,
+            on_message=heard,
+            spare=True,
+        )  # fmt: skip  (the memory cap: the kit's, from the settings)
     except BaseException as exc:
         shutil.rmtree(folder / ".building", ignore_errors=True)  # a killed child cleans nothing
         if isinstance(exc, child.ChildStopped):
@@ -114,14 +118,6 @@ def build(
         list(data["notes"]),
         list(data["foreign_keys"]),
     )
-
-
-def _memory_cap_mb() -> int:
-    """The settings' memory cap (``query_memory_limit_mb``, which the window and the CLI hand to
-    the database worker's pool): one figure for every process that parses a user's file."""
-    from sqale_desktop.core.db.process import POOL
-
-    return int(POOL.memory_mb)
 
 
 def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:

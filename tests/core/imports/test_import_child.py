@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,11 +46,15 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The settings' memory cap (the window hands it to the database pool) at 768 MB."""
+def small_cap() -> Iterator[None]:
+    """The settings' memory cap (the window hands it to the database pool, which sets every
+    child's) at 768 MB."""
     from sqale_desktop.core.db import process
 
-    monkeypatch.setattr(process.POOL, "memory_mb", 768)
+    keep = process.POOL.memory_mb
+    process.set_memory_limit_mb(768)
+    yield
+    process.set_memory_limit_mb(keep)
 
 
 def assert_nothing_left(source: Path, temp_dir: Path) -> None:
