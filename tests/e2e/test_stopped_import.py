@@ -19,30 +19,16 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from sqale_desktop.ui.banners import COLOURS
+from tests.import_hold import hold_after_first_rows
 
 RED = QColor(COLOURS["error"][0])
 
 
 @pytest.fixture
 def held_import(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The import holds after its first rows until the returned event is set, so that Stop is
-    clicked while it runs, not raced against its end (``tests/ui/conftest.py`` has the same hold
-    for the tab bar alone; fixtures do not cross the two test folders)."""
-    from sqale_desktop.core.imports import progress
-    from sqale_desktop.core.imports.progress import Meter
-
-    held, release = threading.Event(), threading.Event()
-    count = Meter.count
-
-    def count_then_hold(self: Meter, rows: int, bytes_read: int | None = None) -> None:
-        if held.is_set():
-            assert release.wait(60), "the test never released the import"
-        count(self, rows, bytes_read)
-        if self.rows > 0:
-            held.set()
-
-    monkeypatch.setattr(progress, "REPORT_INTERVAL_S", 0.0)
-    monkeypatch.setattr(Meter, "count", count_then_hold)
+    """The import holds after its first rows until the returned event is set
+    (``tests/import_hold.py``)."""
+    release = hold_after_first_rows(monkeypatch)
     yield release
     release.set()
 
