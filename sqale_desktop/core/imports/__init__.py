@@ -175,16 +175,18 @@ def resolve_database(
     return result.db_path, result
 
 
-def _members(source: Path) -> list[Path]:
+def _members(source: Path) -> tuple[list[Path], list[str]]:
+    """The files an import of ``source`` reads, and a note for each file of a folder it skips
+    (the folder is listed once, here; the notes travel to the build)."""
     if source.is_dir():
         from sqale_desktop.core.imports import folders
 
-        return folders.members(source, kind_of)[0]  # the skipped ones' notes: _build
+        return folders.members(source, kind_of)
     members = [source]
     wal = source.with_name(source.name + ".wal")
     if kind_of(source) == "duckdb" and wal.exists():
         members.append(wal)
-    return members
+    return members, []
 
 
 def _stat(paths: list[Path]) -> list[dict[str, Any]]:
@@ -251,7 +253,7 @@ def import_source(
     folder = cache_folder(path)
     with build_lock.held(folder, cancel, path.name):
         try:
-            return _import_source(path, progress, cancel)
+            return _import_source(path, folder, progress, cancel)
         except BaseException:
             _forget_unbuilt(folder)
             raise
@@ -279,19 +281,19 @@ def _forget_unbuilt(folder: Path) -> None:
 
 def _import_source(
     source: Path,
-    progress: ProgressFn | None = None,
-    cancel: threading.Event | None = None,
+    folder: Path,
+    progress: ProgressFn | None,
+    cancel: threading.Event | None,
 ) -> ImportResult:
-    source = Path(source).expanduser()
+    """:func:`import_source` for an absolute ``source`` whose cache ``folder``'s lock is held."""
     if not source.exists():
         raise ImportFailed(f"{source} does not exist.")
     kind = kind_of(source)
     if kind is None:
         raise ImportFailed(f"{source.name} is not a kind of file that can be imported.")
-    folder = cache_folder(source)
     cache_bound.make_room(folder)  # the cache's size bound: least recently used imports go first
     db_path = folder / (printable(source.name) + ".sqlite")  # a name SQLite can be given as text
-    members = _members(source)
+    members, skipped = _members(source)
     if kind == "folder" and not members:
         raise ImportFailed(
             f"The folder {source.name} holds no CSV, TSV, JSON, Excel, Parquet or DuckDB file."
@@ -316,7 +318,7 @@ def _import_source(
     hashing = _Hashing(members)
     try:
         # every reader of the file runs in a child process: see .isolated
-        result = isolated.build(source, kind, members, folder, db_path, progress, cancel)
+        result = isolated.build(source, kind, members, skipped, folder, db_path, progress, cancel)
         for entry, digest in zip(stats, hashing.result(), strict=True):
             entry["sha256"] = digest
     except FileNotFoundError as exc:
@@ -393,6 +395,7 @@ def _build(
     source: Path,
     kind: str,
     members: list[Path],
+    skipped: list[str],
     folder: Path,
     db_path: Path,
     progress: ProgressFn | None,
@@ -407,11 +410,7 @@ def _build(
     target = building / db_path.name
     meter = Meter(sum(p.stat().st_size for p in members), progress, cancel)
     conn: sqlite3.Connection | None = None
-    notes: list[str] = []
-    if kind == "folder":
-        from sqale_desktop.core.imports import folders
-
-        notes += folders.members(source, kind_of)[1]
+    notes = list(skipped)  # a folder's files passed over when it was listed
     try:
         written = None
         if kind in ("csv", "parquet"):

@@ -50,6 +50,7 @@ def build(
     source: Path,
     kind: str,
     members: list[Path],
+    skipped: list[str],
     folder: Path,
     db_path: Path,
     progress: ProgressFn | None,
@@ -60,12 +61,13 @@ def build(
     from sqale_desktop.core.imports import progress as progress_mod
 
     if not IN_CHILD:
-        return _build(source, kind, members, folder, db_path, progress, cancel)
+        return _build(source, kind, members, skipped, folder, db_path, progress, cancel)
     plan = {
         "report_interval_s": progress_mod.REPORT_INTERVAL_S,
         "source": str(source.absolute()),
         "kind": kind,
         "members": [str(m.absolute()) for m in members],
+        "skipped": list(skipped),
         "folder": str(folder.absolute()),
         "db_path": str(db_path.absolute()),
     }
@@ -135,6 +137,7 @@ def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
         Path(plan["source"]),
         str(plan["kind"]),
         [Path(m) for m in plan["members"]],
+        [str(n) for n in plan["skipped"]],
         Path(plan["folder"]),
         Path(plan["db_path"]),
         report,
