@@ -236,10 +236,8 @@ class _Hashing:
 
 def cache_folder(source: Path) -> Path:
     """The cache folder of ``source``'s import (named after its resolved path)."""
-    from sqale_desktop.core.paths import cache_dir
-
     key = hashlib.sha256(str(source.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return cache_dir() / "imports" / key
+    return cache_bound.imports_root() / key
 
 
 def import_source(

@@ -31,7 +31,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-IMPORTS_DIR = "imports"  # under paths.cache_dir(), as core.imports.cache_folder names it
+IMPORTS_DIR = "imports"  # under paths.cache_dir(): one folder per imported source (cache_folder)
 STAMP = ".last-used"
 IN_USE = ".in-use"
 BUILDING = ".building"
@@ -58,6 +58,13 @@ def imports_root() -> Path:
     from sqale_desktop.core.paths import cache_dir
 
     return cache_dir() / IMPORTS_DIR
+
+
+def copy_folder(db_path: Path) -> Path | None:
+    """The cache folder that holds ``db_path`` when it is an imported copy; None for any other
+    file (a database the person opened)."""
+    folder = db_path.resolve().parent
+    return folder if folder.parent == imports_root().resolve() else None
 
 
 def _size(folder: Path) -> int:
@@ -184,8 +191,8 @@ def hold(db_path: Path) -> InUse | None:
     if fcntl is None:
         return None
     try:
-        folder = db_path.resolve().parent
-        if folder.parent != imports_root().resolve():
+        folder = copy_folder(db_path)
+        if folder is None:
             return None
         handle = open(folder / IN_USE, "ab")  # noqa: SIM115  (held open while the file is in use)
     except OSError:

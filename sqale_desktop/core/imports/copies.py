@@ -16,14 +16,13 @@ from pathlib import Path
 def source_of_copy(db_path: Path | str) -> Path | None:
     """The source of the import whose copy is ``db_path``; None when ``db_path`` is no copy in
     the cache (a database the user opened) or its manifest cannot be read."""
-    from sqale_desktop.core.paths import cache_dir
+    from sqale_desktop.core.imports.cache_bound import copy_folder
 
-    path = Path(db_path)
-    imports = (cache_dir() / "imports").resolve()
     try:
-        if path.resolve().parent.parent != imports:
+        folder = copy_folder(Path(db_path))
+        if folder is None:
             return None
-        manifest = json.loads((path.parent / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     source = manifest.get("source") if isinstance(manifest, dict) else None
