@@ -142,19 +142,19 @@ class DatabaseTabs(QObject):
             page.sql.db.time_limit_s = seconds
 
     # opening --------------------------------------------------------------------------------
-    def open_demo(self, front: bool = True) -> None:
+    def open_demo(self) -> None:
         from sqale_desktop.core.demo import ensure_demo_database
 
-        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database", front)
+        self.open_job(lambda _ctx: ensure_demo_database(), "the demo database")
 
-    def open_job(self, make_path: Any, what: str, front: bool = True) -> None:
+    def open_job(self, make_path: Any, what: str) -> None:
         """Run ``make_path`` on the pool (e.g. generate the demo), then open the file it returns,
         in the place of the moment it was asked for."""
         self.message.emit(f"Preparing {what}…")
         ticket = next(self._tickets)
         self._pool.start(
             make_path,
-            finished=lambda path: self.open_database(path, front=front, _ticket=ticket),
+            finished=lambda path: self.open_database(path, _ticket=ticket),
             failed=self._preparing_failed,
         )
 

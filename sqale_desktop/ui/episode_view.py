@@ -25,6 +25,7 @@ from sqale_desktop.core.agent.events import (
     TurnRecord,
     TurnStarted,
 )
+from sqale_desktop.core.agent.followup import can_follow_up
 from sqale_desktop.core.chart_plan import has_numeric_column
 from sqale_desktop.core.server_usage import usage_line
 from sqale_desktop.ui.chat_widgets import (
@@ -299,7 +300,7 @@ class EpisodeView(QFrame):
         )
         self.answer = answer
         self._layout.addWidget(answer)
-        if not self.recording and episode.ended_by not in ("cancelled", "error") and episode.prompt:
+        if not self.recording and can_follow_up(episode):
             self.follow_up_button = QPushButton("Follow up", self)
             self.follow_up_button.setToolTip(
                 "Ask the next question as a follow-up that continues this answer"

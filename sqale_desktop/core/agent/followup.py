@@ -91,6 +91,15 @@ class Thread:
         return cls(episode.prompt, questions, sqls, episode.db, carry)
 
 
+def can_follow_up(episode: Episode) -> bool:
+    """Whether ``episode`` ends a thread a follow-up can continue (:meth:`Thread.of`'s rules)."""
+    try:
+        Thread.of(episode)
+    except ThreadError:
+        return False
+    return True
+
+
 def _problem(thread: Thread) -> str:
     if not thread.questions:
         return "it holds no question"
