@@ -198,11 +198,11 @@ def run_episode(
     session: EngineSession | None = None
     stopper = _QueryStopper(db, cancel)
     try:
+        base_tokens, context_tokens = 0, None
         if parent is None:
             yield EpisodeStarted(protocol=protocol, engine=engine.describe())
             opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
             session = engine.new_session(protocol.prompt_head(question) + opener)
-            run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
         else:
             opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
             start = open_follow_up(engine, protocol, opener, question, parent)
@@ -210,11 +210,12 @@ def run_episode(
             episode.follow_up = start.form
             episode.earlier_questions, episode.earlier_sqls = list(parent.questions), list(parent.sqls)
             episode.stats.thread_tokens = start.thread_tokens
+            base_tokens, context_tokens = start.thread_tokens, start.context_tokens
             yield EpisodeStarted(
                 protocol=protocol, engine=engine.describe(), follow_up=start.form, follow_up_note=start.note
             )
-            run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
-            run.base_tokens, run.context_tokens = start.thread_tokens, start.context_tokens
+        run = _Run(db, toolbox, session, protocol, opener, cancel, episode, result_rows, clock, stopper)
+        run.base_tokens, run.context_tokens = base_tokens, context_tokens
         run.turn_tool_seconds = turn_tool_seconds
         yield from run.turns()
     except _Cancelled:
