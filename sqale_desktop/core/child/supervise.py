@@ -285,17 +285,21 @@ class _Supervised:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            message = Message.decode(line)
-            if message is not None:
-                self.lines.put(message)
+        # A pipe a grandchild still holds open past the join's timeout is closed under the
+        # reader (``_end``): that ends it too.
+        with contextlib.suppress(ValueError, OSError):
+            for line in self.proc.stdout:
+                message = Message.decode(line)
+                if message is not None:
+                    self.lines.put(message)
         self.lines.put(None)
 
     def _read_stderr(self, on_stderr: Callable[[bytes], None]) -> None:
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.tail = [*self.tail[-19:], line]
-            on_stderr(line)
+        with contextlib.suppress(ValueError, OSError):
+            for line in self.proc.stderr:
+                self.tail = [*self.tail[-19:], line]
+                on_stderr(line)
 
     def run(self, start_s: float, step_s: float | None, total_s: float | None) -> Message:
         began = time.monotonic()
@@ -347,12 +351,14 @@ class _Supervised:
         except subprocess.TimeoutExpired:
             self._kill()
             self.proc.wait()
+        # The readers end at the pipes' end of file, which the child's exit brings: join them
+        # before closing the pipes under them (a reader mid-line on a closed file raised).
+        for reader in self.readers:
+            reader.join(timeout=2.0)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        for reader in self.readers:
-            reader.join(timeout=2.0)
 
     def _stderr_tail(self) -> list[str]:
         if self.tail:
