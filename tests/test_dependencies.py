@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "sqale_desktop"
 

@@ -11,7 +11,7 @@ import pytest
 
 from sqale_desktop.core import paths
 from sqale_desktop.core.demo import default_demo_path
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 

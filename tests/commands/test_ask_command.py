@@ -12,7 +12,7 @@ import pytest
 
 from sqale_desktop.cli import main
 from tests.completion_server import KEY, Script
-from tests.conftest import smollm2_gguf
+from tests.helpers import smollm2_gguf
 
 QUESTION = "How many genres are there?"
 SCRIPT = [

@@ -14,7 +14,7 @@ import pytest
 from sqale_desktop.cli import main
 from sqale_desktop.core.db.opening import STALE_NOTE
 from tests.commands.subprocess_cli import run_cli
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_a_closed_pipe_ends_quietly(chinook: Path) -> None:

@@ -15,7 +15,7 @@ from sqale_desktop.cli import main
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.tools import ToolBox
 from tests.commands.subprocess_cli import run_cli
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 
 def test_tool_prints_exactly_the_model_text_via_subprocess(chinook: Path) -> None:

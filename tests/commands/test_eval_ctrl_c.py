@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, shared_data
+from tests.helpers import REPO_ROOT, shared_data
 
 
 @dataclass

@@ -9,7 +9,7 @@ import pytest
 
 from sqale_desktop import cli
 from sqale_desktop.core.eval.harness import read_episodes
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_run_gold_replay_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop import cli
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def _spider_questions() -> Path:

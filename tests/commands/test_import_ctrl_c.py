@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, fingerprint
+from tests.helpers import REPO_ROOT, fingerprint
 
 
 def test_ctrl_c_during_an_import_keeps_nothing(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 # What the window, the converter, the engines and the evaluation need, and a query does not.
 HEAVY = ("numpy", "gguf", "llama_cpp", "huggingface_hub", "sqlglot", "matplotlib", "pyarrow", "PySide6")

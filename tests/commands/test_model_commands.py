@@ -12,8 +12,8 @@ from keyring.backends import fail
 from sqale_desktop import cli
 from sqale_desktop.core import secrets, settings
 from sqale_desktop.core.models.registry import Registry
-from tests.conftest import EMPTY_GGUF_HEADER as EMPTY_HEADER
 from tests.core.models.fakehub import FakeHub, FakeRepo
+from tests.helpers import EMPTY_GGUF_HEADER as EMPTY_HEADER
 
 REPO = "alice/qwen3.5-2b-grpo-bird-GGUF"
 CKPT = "trl-lab/qwen3.5-2b-grpo-bird"
@@ -158,7 +158,7 @@ def test_import_of_a_model_that_is_no_sqale_agent_warns_as_the_window_does(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from sqale_desktop.core.models.gguf_info import fitness_warning, read_gguf_info
-    from tests.conftest import smollm2_gguf
+    from tests.helpers import smollm2_gguf
 
     assert cli.main(["models", "import", str(smollm2_gguf())]) == 0  # imported all the same
     captured = capsys.readouterr()

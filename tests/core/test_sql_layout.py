@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqale_desktop.core.sql_layout import format_sql
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def outcome(conn: sqlite3.Connection, sql: str) -> tuple[Any, ...]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.conftest import fingerprint
 from tests.e2e.child_app import run_app_script, terminal_noise
+from tests.helpers import fingerprint
 
 SCRIPT = textwrap.dedent(
     """

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from tests.commands.subprocess_cli import run_cli
-from tests.conftest import fingerprint
+from tests.helpers import fingerprint
 
 SCRIPT = [
     'Tables first.\n</think>\n\n{"tool": "list_tables"}',

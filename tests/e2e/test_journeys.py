@@ -18,7 +18,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QLabel, QPushButton, QTextBrowser
 
 from sqale_desktop.core import paths
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 

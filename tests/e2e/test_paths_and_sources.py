@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 from sqale_desktop.core import paths
 from sqale_desktop.ui.app import QUIT_AFTER_SHOWN_ENV
 from tests.commands.subprocess_cli import run_cli
-from tests.conftest import REPO_ROOT, SHARED_DATA, shared_data
+from tests.helpers import REPO_ROOT, SHARED_DATA, shared_data
 from tests.ui.windows import grid_rows
 
 CTRL = Qt.KeyboardModifier.ControlModifier

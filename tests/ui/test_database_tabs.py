@@ -14,7 +14,7 @@ from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.database_tabs import DatabaseTabs
 from sqale_desktop.ui.workers import TaskPool
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 class Harness:

@@ -57,7 +57,7 @@ def test_ask_streams_tool_cards_then_answers_with_the_sqlite_result(
 def test_unreadable_files_give_a_clear_message(
     qtbot: Any, make_window: WindowFactory, tmp_path: Path, artifacts: Path
 ) -> None:
-    from tests.conftest import shared_data
+    from tests.helpers import shared_data
 
     window = make_window()
     text_file = tmp_path / "notes.txt"

@@ -16,7 +16,7 @@ from sqale_desktop.core.db.introspect import ColumnInfo, Schema, TableInfo, load
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.schema_tree import KIND_ROLE, TABLE_ROLE, SchemaBrowser, SchemaModel, SchemaTree
 from sqale_desktop.ui.workers import TaskPool
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 POWERLOG = "awkward/ios__powerlog_84E2141B.PLSQL.sqlite"
 

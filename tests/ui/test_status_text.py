@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from sqale_desktop.ui.status_text import StatusText
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 from tests.ui.windows import WindowFactory, open_page, settle
 
 

@@ -13,7 +13,7 @@ from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.history import History
 from sqale_desktop.core.models.catalog import LARGE_SCHEMA_TABLES
 from sqale_desktop.ui.main_window import MainWindow
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 from tests.ui.replay_scripts import chinook_script
 from tests.ui.windows import WindowFactory, ask, open_page, settle
 

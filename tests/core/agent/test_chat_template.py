@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
+import gguf
 
 from sqale_desktop.core.agent.chat_template import (
     DEFAULT_OPENER,
@@ -11,7 +11,7 @@ from sqale_desktop.core.agent.chat_template import (
     assistant_opener,
     opener_starts_thinking,
 )
-from tests.conftest import smollm2_gguf
+from tests.helpers import smollm2_gguf
 
 _MESSAGES = """\
 {%- for message in messages %}
@@ -73,7 +73,6 @@ def test_a_template_that_cannot_render_is_read_as_text() -> None:
 
 
 def test_smollm2_gguf_template_is_plain_chatml() -> None:
-    gguf = pytest.importorskip("gguf")
     reader = gguf.GGUFReader(smollm2_gguf())
     field = reader.fields["tokenizer.chat_template"]
     template = bytes(field.parts[field.data[0]]).decode("utf-8")

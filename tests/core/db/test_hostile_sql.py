@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.db import QueryDenied, ReadOnlyDatabase, open_readonly
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 HOSTILE = [
     # plain writes

@@ -9,7 +9,7 @@ import pytest
 
 from sqale_desktop.core.db import load_schema, open_readonly, row_count
 from sqale_desktop.core.db.introspect import cached_schema
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_chinook_tables_columns_and_keys(chinook: Path) -> None:

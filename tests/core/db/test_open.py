@@ -16,7 +16,7 @@ from sqale_desktop.core.db import (
     QueryFailed,
     open_readonly,
 )
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_opens_chinook_read_only(chinook: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.db.opening import STALE_NOTE
-from tests.conftest import REPO_ROOT, shared_data
+from tests.helpers import REPO_ROOT, shared_data
 
 NEW_TABLE = "NewTable"  # exists only in the -wal file
 

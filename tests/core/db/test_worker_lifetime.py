@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from sqale_desktop.core.db.process import WorkerProcess
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 
 def _database(tmp_path: Path) -> Path:

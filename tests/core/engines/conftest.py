@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
-from tests.conftest import smollm2_gguf
 from tests.core.engines.sse_server import Stream, serving
+from tests.helpers import smollm2_gguf
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, shared_data
+from tests.helpers import REPO_ROOT, shared_data
 
 TOP_KEYS = (
     "seconds_per_answer", "prefill_tok_s", "decode_tok_s", "first_token_s", "evaluated_over_prompt",

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 PROBE = (
     "import os, sys\n"

@@ -19,7 +19,7 @@ from sqale_desktop.core.eval.conditions import (
     read_schema,
     strip_references,
 )
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 CONCERT = "text2sql/spider/database/concert_singer/concert_singer.sqlite"
 JOIN_GOLD = (

@@ -16,7 +16,7 @@ from sqale_desktop.core.eval.conditions import (
     prepare_database,
     read_schema,
 )
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 # One C call that no progress handler can stop: trim() of a 1,000,000-character text by a
 # 100,000-character set compares every character with the whole set (10^11 steps; the red team's

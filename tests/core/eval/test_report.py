@@ -20,7 +20,7 @@ from sqale_desktop.core.eval.report import ReportError, compare_runs, summarise,
 from sqale_desktop.core.eval.stats import mcnemar, wilson
 from sqale_desktop.core.runtime import episode_fn, open_tool_database
 from sqale_desktop.core.settings import Settings
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_wilson_interval() -> None:

@@ -10,7 +10,7 @@ from sqale_desktop.core.engines.llama.backends import load_backends
 from sqale_desktop.core.eval.engines import open_engines
 from sqale_desktop.core.runtime import EngineFlags, choose
 from sqale_desktop.core.settings import Settings
-from tests.conftest import smollm2_gguf
+from tests.helpers import smollm2_gguf
 
 
 @pytest.mark.slow

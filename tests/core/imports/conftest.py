@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import fingerprint, shared_data
+from tests.helpers import fingerprint, shared_data
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 KINDS = ("csv", "csv_cp1252", "xlsx", "parquet")
 FIGURES = ("bytes", "rows", "import_s", "mb_per_s", "mb_per_cpu_s", "rows_per_s", "first_rows_s", "fast_path")

@@ -11,7 +11,7 @@ import pytest
 
 from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.preview import PREVIEW_BYTES, preview_source
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def _csv_rows(path: Path, encoding: str, delimiter: str = ",") -> list[list[str]]:

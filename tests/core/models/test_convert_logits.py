@@ -1,8 +1,8 @@
-"""Optional extra: the converted model's logits against transformers' forward pass.
+"""The converted model's logits against transformers' forward pass.
 
 Needs torch and transformers (with Qwen3.5 support), the ``reference`` extra that ``make test``
-installs; outside CI the test is skipped without them, in CI it fails.  It is the semantic check
-of the conversion: with value heads outnumbering key heads, every transform (``1 + w`` norms,
+installs: a hard dependency of the suite, imported plainly, so a missing one fails.  It is the
+semantic check of the conversion: with value heads outnumbering key heads, every transform (``1 + w`` norms,
 ``-exp(A_log)``, conv kernel, value-head reorder, gated query, partial interleaved RoPE) has to be
 right for llama.cpp to compute what transformers computes on the same random checkpoint.
 """
@@ -10,22 +10,16 @@ right for llama.cpp to compute what transformers computes on the same random che
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+import transformers
 
 from sqale_desktop.core.models.convert import ConvertOptions, convert_model
 from sqale_desktop.core.models.convert.tiny_checkpoint import TinyDims, write_tiny_checkpoint
 
-if os.environ.get("CI") == "true":
-    # `make test` installs the reference extra; in CI a missing one must fail, not skip.
-    import torch
-    import transformers
-else:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
 if not hasattr(transformers, "Qwen3_5ForCausalLM"):
     pytest.fail("this transformers has no Qwen3.5: the reference extra needs transformers>=5.24")
 

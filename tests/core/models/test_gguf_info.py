@@ -15,7 +15,7 @@ from sqale_desktop.core.models.gguf_info import (
     fitness_warning,
     read_gguf_info,
 )
-from tests.conftest import smollm2_gguf as smollm2
+from tests.helpers import smollm2_gguf as smollm2
 
 
 def test_smollm2_is_not_an_agent_and_says_why() -> None:

@@ -12,8 +12,8 @@ from sqale_desktop.core import paths
 from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, UnknownModel
 from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
 from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
-from tests.conftest import EMPTY_GGUF_HEADER as EMPTY_HEADER
-from tests.conftest import smollm2_gguf as smollm2
+from tests.helpers import EMPTY_GGUF_HEADER as EMPTY_HEADER
+from tests.helpers import smollm2_gguf as smollm2
 
 
 def fake_gguf(tmp_path: Path, name: str = "My Model-Q4_K_M.gguf", body: bytes = b"x" * 1000) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.models.registry import ModelChanged, Registry
-from tests.conftest import EMPTY_GGUF_HEADER as EMPTY_HEADER
+from tests.helpers import EMPTY_GGUF_HEADER as EMPTY_HEADER
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.tools import TOOL_NAMES, ToolBox
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 ODD_NAMES = ["123_starts_with_digits", "Table With Space In Name", "table/with/slashes.csv", "select"]
 

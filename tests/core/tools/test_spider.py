@@ -11,7 +11,7 @@ import pytest
 
 from sqale_desktop.core.db import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.tools import ToolBox
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def test_every_gold_query_runs_through_the_guard_with_plain_sqlite_results() -> None:
