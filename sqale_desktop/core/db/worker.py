@@ -53,7 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.child.launch import apply_memory_cap
-from sqale_desktop.core.db.errors import DatabaseError, DatabaseUnreadable, QueryOutOfMemory, QueryTimeout
+from sqale_desktop.core.db.errors import (
+    DatabaseError,
+    DatabaseUnreadable,
+    QueryInterrupted,
+    QueryOutOfMemory,
+    QueryTimeout,
+)
 from sqale_desktop.core.db.session import Session, out_of_memory_message, probe, time_limit_message
 from sqale_desktop.core.db.watchdog import Backstop
 
@@ -61,6 +67,8 @@ MODULE = "sqale_desktop.core.db.worker"
 STOP_SIGNAL = getattr(signal, "SIGUSR1", signal.SIGTERM)
 _APP_CHECK_S = 0.2
 """How often a worker checks that the app is still there (its parent process)."""
+# The requests that run a statement under a deadline (the backstop is armed for them).
+STATEMENT_OPS = frozenset(("execute", "start", "fetch"))
 
 
 class Worker:
@@ -79,6 +87,34 @@ class Worker:
         return self.stop_flag
 
     def handle(self, request: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        try:
+            reply = self._answer(request)
+        finally:
+            self.backstop.disarm()  # from here on it cannot fire: ``fired`` is final
+        if self.backstop.fired and request[0] in STATEMENT_OPS:
+            return self._past_deadline(reply, request[-1])
+        return reply
+
+    def _past_deadline(self, reply: tuple[Any, ...] | None, limit_s: float) -> tuple[Any, ...] | None:
+        """The backstop interrupted the connection during this step: the step ran past its
+        deadline, whatever it answered.
+
+        A step can end the normal way in the moment the backstop fires (one long C call that
+        returned its row just then).  The interrupt stays in force on the connection while any
+        statement is open (a paged cursor between pages), so the next step there, within its own
+        deadline and with no Stop, ended "cancelled" (43 of 100 paged fetches under load).  So
+        the connection is replaced, and the step is a time-out (a Stop's, when Stop came), unless
+        it already said so or ran out of memory."""
+        self._reconnect()
+        if reply is None or reply[0] == "bug":
+            return reply
+        if reply[0] == "error" and (reply[1] == QueryTimeout.__name__ or reply[3] or self.stop_flag):
+            return reply
+        if self.stop_flag:
+            return ("error", QueryInterrupted.__name__, "the query was cancelled", False)
+        return ("error", QueryTimeout.__name__, time_limit_message(limit_s), False)
+
+    def _answer(self, request: tuple[Any, ...]) -> tuple[Any, ...] | None:
         op = request[0]
         try:
             if op == "open":
@@ -106,10 +142,6 @@ class Worker:
                 return ("ok", None)
             return ("ok", self._statement(op, request))
         except DatabaseError as exc:
-            if self.backstop.fired:
-                if not isinstance(exc, QueryTimeout) and not self.stop_flag:
-                    exc = QueryTimeout(time_limit_message(request[-1]))
-                self._reconnect()
             return ("error", type(exc).__name__, str(exc), False)
         except sqlite3.Error as exc:  # connect_readonly: the file cannot be opened at all
             return ("error", DatabaseUnreadable.__name__, f"cannot open {request[1]}: {exc}", False)
@@ -117,8 +149,6 @@ class Worker:
             return ("error", QueryOutOfMemory.__name__, out_of_memory_message(self.memory_mb), True)
         except Exception:
             return ("bug", traceback.format_exc())
-        finally:
-            self.backstop.disarm()
 
     def _statement(self, op: str, request: tuple[Any, ...]) -> object:
         session = self.session
