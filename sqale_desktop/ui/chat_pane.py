@@ -136,6 +136,12 @@ class ChatPane(QWidget):
         follow_row.addWidget(self.follow_label, 1)
         follow_row.addWidget(self.standalone_button)
         self.follow_bar.hide()
+        # Why the follow-up just asked was not asked (its thread was refused); gone at the next question.
+        self.follow_note = QLabel("", self)
+        self.follow_note.setObjectName("followUpRefused")
+        self.follow_note.setWordWrap(True)
+        self.follow_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.follow_note.hide()
         row = QHBoxLayout()
         row.addWidget(self.question, 1)
         buttons = QVBoxLayout()
@@ -144,6 +150,7 @@ class ChatPane(QWidget):
         row.addLayout(buttons)
         layout.addWidget(self.live)
         layout.addWidget(self.follow_bar)
+        layout.addWidget(self.follow_note)
         layout.addLayout(row)
 
         self.episodes: list[EpisodeView] = []
@@ -179,6 +186,7 @@ class ChatPane(QWidget):
             self.live.setText(str(exc))
             return False
         self.follow_up_of = view
+        self.follow_note.hide()
         self.follow_label.setText(f"↳ Follow-up to “{_short(view.question)}”: the next question continues it")
         self.follow_bar.show()
         self.question.setPlaceholderText("Ask a follow-up…  (Enter asks, Shift+Enter for a new line)")
@@ -190,6 +198,14 @@ class ChatPane(QWidget):
         self.follow_up_of = None
         self.follow_bar.hide()
         self.question.setPlaceholderText(PLACEHOLDER)
+
+    def refuse_follow_up(self, reason: str) -> None:
+        """The follow-up just asked was not asked (``reason``: why its thread cannot go on): the
+        composer says so and goes back to a standalone question, the question still in the box."""
+        self.standalone()
+        self.follow_note.setText(f"The follow-up was not asked: {reason}. Press Enter to ask it on its own.")
+        self.follow_note.show()
+        self.question.setFocus()
 
     def pending_follow_up(self) -> tuple[EpisodeView, Thread] | None:
         """The answer the next question continues and its thread, or None for a standalone one."""
@@ -277,6 +293,7 @@ class ChatPane(QWidget):
         """A new live episode: the pane is busy until ``end``."""
         view = self.add_episode(EpisodeView(question, self._content, recording=recording))
         self._asked_on = None if recording else self.follow_up_of
+        self.follow_note.hide()
         self.current = view
         self.question.clear()
         self.ask_button.setEnabled(False)

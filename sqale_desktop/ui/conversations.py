@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QWidget
 
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.query_history import QueryRun, runs_from_entries
+from sqale_desktop.ui.answer_entries import remember_entry
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
 from sqale_desktop.ui.episodes import RECORDED_ENGINE
@@ -69,7 +70,8 @@ class Conversations(QObject):
                 continue  # hand-run SQL is listed in the query-history panel, not the chat
             if entry.episode is not None:
                 recording = entry.episode.stats.engine == RECORDED_ENGINE
-                page.chat.add_episode(EpisodeView.from_record(entry.episode, recording=recording))
+                view = page.chat.add_episode(EpisodeView.from_record(entry.episode, recording=recording))
+                remember_entry(view, entry.id)  # a follow-up on it after the restart records its parent
             else:
                 stub = Episode(
                     question=entry.question or "",

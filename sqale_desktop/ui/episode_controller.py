@@ -9,16 +9,17 @@ to the conversation history, and tells the window through signals, which only up
 from __future__ import annotations
 
 import logging
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded, Event
+from sqale_desktop.core.agent.followup import Thread, ThreadError
 from sqale_desktop.core.history import fingerprint
 from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, Item
+from sqale_desktop.ui.answer_entries import entry_of, remember_entry
 from sqale_desktop.ui.database_page import DatabasePage
 from sqale_desktop.ui.episode_view import EpisodeView
 
@@ -52,8 +53,6 @@ class EpisodeController(QObject):
         self.runner = runner
         self.history = history
         self._live: dict[int, _Live] = {}
-        # The history entry of each answer shown live, so a follow-up on it records its parent.
-        self._entries: weakref.WeakKeyDictionary[EpisodeView, int] = weakref.WeakKeyDictionary()
         runner.deliver_to(self.apply)
 
     @property
@@ -64,17 +63,27 @@ class EpisodeController(QObject):
         """The tab whose episode is running, if one is."""
         return next((live.page for live in self._live.values()), None)
 
-    def start(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int:
+    def start(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int | None:
         """Queue ``question`` for ``page``: the chat shows it, the history keeps it; its id.
 
         ``runtime``: the engine choice of this one episode (``None``: the model), e.g. the recording.
         A question asked while the page's composer follows up an answer continues that answer's
-        thread: the page's own, so a tab never continues another tab's thread.
+        thread: the page's own, so a tab never continues another tab's thread.  The thread is the
+        one the history stored for that answer, checked against the database as it is now; a
+        follow-up it refuses (the database changed or is gone, the stored thread is damaged) is
+        not asked (None): the composer says why and goes back to a standalone question, the
+        question still in the box.
         """
         recording = runtime is not None and runtime.kind == "recording"
         follow = page.chat.pending_follow_up() if runtime is None else None
         parent_view, thread = follow if follow is not None else (None, None)
-        parent_entry = self._entries.get(parent_view) if parent_view is not None else None
+        parent_entry = entry_of(parent_view) if parent_view is not None else None
+        if parent_entry is not None and thread is not None:
+            try:
+                thread = self._stored_thread(parent_entry, page, thread)
+            except ThreadError as exc:
+                page.chat.refuse_follow_up(str(exc))
+                return None
         entry_id = None
         # A recording is kept too (it stays in its conversation after a restart); its engine names
         # it (ui.episodes.RECORDED_ENGINE), so that it comes back badged as a recording.
@@ -84,7 +93,8 @@ class EpisodeController(QObject):
                     page.conversation_id,
                     question,
                     parent_entry_id=parent_entry,
-                    db_fingerprint=fingerprint(page.path),
+                    # the file the person opened: a data file's copy is rebuilt when it changes
+                    db_fingerprint=fingerprint(page.source),
                 )
             except Exception as exc:  # history trouble must not stop the question
                 log.warning("could not record the question: %s", exc)
@@ -92,9 +102,25 @@ class EpisodeController(QObject):
         episode_id = self.runner.ask(question, page.path, runtime, thread)
         self._live[episode_id] = _Live(page, view, entry_id, recording)
         if entry_id is not None:
-            self._entries[view] = entry_id
+            remember_entry(view, entry_id)
         self.running_changed.emit()
         return episode_id
+
+    def _stored_thread(self, entry_id: int, page: DatabasePage, shown: Thread) -> Thread:
+        """The thread the history keeps for ``entry_id``, checked for ``page``'s database now.
+
+        Raises :class:`ThreadError` for what a person must hear about; trouble reading the history
+        itself falls back to the thread the card holds (it is the same text), as history trouble
+        never stops a question.
+        """
+        try:
+            stored: Thread = self.history.thread(entry_id, page.source)
+        except ThreadError:
+            raise
+        except Exception as exc:  # an unreadable history file: a bug or the disk, not the thread
+            log.warning("could not read the stored thread of entry %s: %s", entry_id, exc)
+            return shown
+        return stored
 
     def apply(self, items: list[Item]) -> None:
         """Hand each episode's events to its page in one batch; end episodes that are over."""

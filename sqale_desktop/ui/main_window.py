@@ -358,8 +358,10 @@ class MainWindow(QMainWindow):
         choice = ModelChoice("recording", completions=completions, delay=delay)
         return self._start_episode(page, recording.question, resolve(self.settings, choice))
 
-    def _start_episode(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int:
+    def _start_episode(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int | None:
         episode_id = self.episodes.start(page, question, runtime)
+        if episode_id is None:  # a follow-up the history refused: the page says why
+            return None
         self.status.clear_context()
         recording = runtime is not None and runtime.kind == "recording"
         what = "Playing the recorded answer" if recording else "The agent is working"

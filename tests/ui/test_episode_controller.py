@@ -50,6 +50,7 @@ class FakeChat:
 class FakePage:
     def __init__(self, path: Path, conversation_id: int | None) -> None:
         self.path, self.conversation_id, self.chat = path, conversation_id, FakeChat()
+        self.source = path  # a database file: what the person opened is what the agent reads
 
 
 @pytest.mark.parametrize("recording", [False, True])

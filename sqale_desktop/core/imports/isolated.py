@@ -12,10 +12,8 @@ every reader, the fast paths and the SQLite writer) runs in a child under the me
 - Stop (the window's, Ctrl+C, closing the tab or the window) kills the child at once, whatever C
   call it is in, and the parent removes ``.building`` and the child's private temporary folder
   (the child's ``TMPDIR``): nothing is left;
-- each import's child is forked from one warm importer (``core.child.forks``, Linux: it imported
-  Arrow and the readers once, as the parent used to once per session), so an import pays neither
-  the interpreter's start nor that second; elsewhere the next import's child is started when one
-  ends and imports them while it waits;
+- the next import's child is started when one ends and imports Arrow and the readers while it
+  waits, so an import does not pay that second (the parent used to pay it once per session);
 - a crash, the memory cap or a bug in a reader is an :class:`ImportCrashed` (an ``ImportFailed``)
   naming the file and what happened; the window does not restore a tab whose import crashed.
 
@@ -156,9 +154,8 @@ def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
 def child_main(argv: Sequence[str]) -> int:
     """The child's entry (``--child-module sqale_desktop.core.imports.isolated``): plan on stdin.
 
-    The libraries every fast path needs are imported before the plan is read: the fork server
-    (``core.child.run(spare=True)``) does that once, a spare child while it waits, not while a
-    person waits."""
+    The libraries every fast path needs are imported before the plan is read: a spare child
+    (``core.child.run(spare=True)``) does that while it waits, not while a person waits."""
     del argv
     import contextlib
     import importlib
