@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.imports import ImportCrashed, ImportProgress, ImportResult, kind_of, resolve_database
+from sqale_desktop.core.imports import ImportCrashed, ImportProgress, ImportResult, previewable, resolve_database
 from sqale_desktop.core.imports.preview import Preview, preview_source
 from sqale_desktop.core.imports.progress import ImportCancelled
 from sqale_desktop.core.settings import Settings
@@ -251,7 +251,7 @@ class DatabaseTabs(QObject):
             failed=lambda exc: done(lambda: self._open_failed(path, exc)),
             progress=report,
         )
-        if kind_of(path) == "csv":
+        if previewable(path):
             self._pool.start(lambda _ctx: preview_source(path), finished=previewed)
 
     def stop_opening(self) -> None:

@@ -37,7 +37,7 @@ from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.db.process import set_memory_limit_mb
-from sqale_desktop.core.imports import DIALOG_PATTERNS
+from sqale_desktop.core.imports import DIALOG_LABEL, DIALOG_PATTERNS
 from sqale_desktop.core.runtime import EngineFactory, EpisodeFn, Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
@@ -258,7 +258,7 @@ class MainWindow(QMainWindow):
             "",
             "Databases and data files (*.sqlite *.sqlite3 *.db *.db3 *.anki2 " + DIALOG_PATTERNS + ");;"
             "SQLite databases (*.sqlite *.sqlite3 *.db *.db3 *.anki2);;"
-            "Data files: CSV, TSV, JSON, Excel, Parquet, DuckDB (" + DIALOG_PATTERNS + ");;All files (*)",
+            f"Data files: {DIALOG_LABEL} ({DIALOG_PATTERNS});;All files (*)",
         )
         self.databases.open_databases([Path(name) for name in names])
 

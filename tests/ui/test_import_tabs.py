@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.ui.database_page import DatabasePage
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 from tests.ui.import_tabs import Tabs, stop_by_mouse
 
 
@@ -54,18 +54,18 @@ def test_the_importing_tab_shows_progress_and_its_stop_button_stops(
 def test_a_large_csv_on_the_fast_path_shows_progress_and_stops_by_mouse(
     qtbot: Any, tabs: Tabs, tmp_path: Path, held_import: threading.Event
 ) -> None:
-    """Past fast_text.MIN_BYTES: pyarrow and the ADBC writer run in threads of their own, the
+    """Past the fast_text_bytes limit: pyarrow and the ADBC writer run in threads of their own, the
     import's thread reports their progress and sees Stop; the cache keeps nothing."""
     import re
 
     from sqale_desktop.core import paths
-    from sqale_desktop.core.imports import fast_text
+    from sqale_desktop.core.imports import ImportLimits
 
     source = tmp_path / "big.csv"
     source.write_text(
         "id,name,score\n" + "".join(f"{i},name {i},{i / 4}\n" for i in range(400_000)), encoding="utf-8"
     )
-    assert source.stat().st_size >= fast_text.MIN_BYTES
+    assert source.stat().st_size >= ImportLimits().fast_text_bytes
     tabs.window.show()
     tabs.tabs.open_database(source)
     qtbot.waitUntil(lambda: tabs.widget.count() == 1, timeout=30_000)

@@ -33,7 +33,6 @@ from sqale_desktop.core.imports.progress import (
     ImportFailed,
     Meter,
     limit_not_disk,
-    write_limit_bytes,
     write_limit_error,
 )
 from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
@@ -55,15 +54,21 @@ class _Stopped(Exception):
 
 
 def write(
-    batches: Batches, types: list[Any], target: Path, staged: StagedTable, meter: Meter, label: str
+    batches: Batches,
+    types: list[Any],
+    target: Path,
+    staged: StagedTable,
+    meter: Meter,
+    label: str,
+    limit: int,
 ) -> int:
     """Create ``staged``'s table in the new file ``target`` and write ``batches`` (their columns of
-    the Arrow ``types``) into it; the number of rows.  ``batches`` is read in a thread of its own:
-    what it raises is raised here.  Nothing is committed unless every batch was written."""
+    the Arrow ``types``) into it, refused past ``limit`` bytes; the number of rows.  ``batches`` is
+    read in a thread of its own: what it raises is raised here.  Nothing is committed unless every
+    batch was written."""
     import pyarrow as pa
 
     width = len(types)
-    limit = write_limit_bytes()
     per = max(1, min(ROWS_PER_STATEMENT, MAX_VARIABLES // max(1, width)))
     wide_schema = pa.schema([(f"p{i}", types[i % width]) for i in range(width * per)])
 

@@ -30,12 +30,11 @@ from sqale_desktop.core.imports.progress import (
     ImportFailed,
     limit_not_disk,
     printable,
-    write_limit_bytes,
     write_limit_error,
 )
 from sqale_desktop.core.imports.text import TextTable
 from sqale_desktop.core.imports.typed import TypedTable
-from sqale_desktop.core.imports.types import ColumnGuess, convert_sql, date_notes
+from sqale_desktop.core.imports.types import ColumnGuess, TextCells, convert_sql, date_notes, error_notes
 
 ROWS_PER_INSERT = 200  # rows per INSERT statement: measured fastest between 50 and 1,000
 MAX_COLUMNS = 2000  # SQLite's default SQLITE_MAX_COLUMN, which Python's sqlite3 is built with
@@ -72,8 +71,9 @@ class StagedTable:
         return self.stage if self.in_place else f"stage.{self.stage}"
 
 
-def open_build(path: Path) -> sqlite3.Connection:
-    """The connection that writes the new file ``path``, with the staging database attached."""
+def open_build(path: Path, write_bytes: int) -> sqlite3.Connection:
+    """The connection that writes the new file ``path``, with the staging database attached;
+    neither file may grow past ``write_bytes``."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=OFF")
     conn.execute("PRAGMA synchronous=OFF")
@@ -82,19 +82,20 @@ def open_build(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA stage.journal_mode=OFF")
     conn.execute("PRAGMA stage.synchronous=OFF")
     conn.execute("PRAGMA stage.cache_size=-65536")
-    limit = write_limit_bytes()
     for schema in ("main", "stage"):
         page = conn.execute(f"PRAGMA {schema}.page_size").fetchone()[0]
-        conn.execute(f"PRAGMA {schema}.max_page_count={max(1, limit // page)}")
+        conn.execute(f"PRAGMA {schema}.max_page_count={max(1, write_bytes // page)}")
     return conn
 
 
-def limit_reached(conn: sqlite3.Connection, exc: BaseException, source: str) -> ImportFailed | None:
+def limit_reached(
+    conn: sqlite3.Connection, exc: BaseException, source: str, limit: int
+) -> ImportFailed | None:
     """The size limit's message when ``exc`` is SQLite's "full" because a file of ``conn`` reached
-    its ``max_page_count`` (:func:`open_build`); None for anything else (a full disk among them)."""
+    its ``max_page_count`` (:func:`open_build` at ``limit``); None for anything else (a full disk
+    among them)."""
     if not (isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)):
         return None
-    limit = write_limit_bytes()
     try:
         where = Path(conn.execute("PRAGMA database_list").fetchone()[2]).parent
         for schema in ("main", "stage"):
@@ -122,8 +123,9 @@ def disk_error(exc: BaseException, where: Path) -> ImportFailed | None:
 class Builder:
     """Stages tables, then writes them into the final file (see the module's docstring)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, write_bytes: int) -> None:
         self.conn = conn
+        self.write_bytes = write_bytes  # the limit :func:`open_build` set on ``conn``'s files
         self.taken: set[str] = set()
         self.staged: list[StagedTable] = []
         # How many ``?`` one statement may hold (32,766 since SQLite 3.32, 999 before).
@@ -156,11 +158,17 @@ class Builder:
                         if len(row) < width:
                             short += 1
                             row.extend(None for _ in range(width - len(row)))
-                if any(guess.candidates for guess in guesses):
+                if table.formula_errors:
+                    # Counted in every column (a text column's note names them too), guessed without.
+                    for guess, cells in zip(guesses, zip(*batch, strict=True), strict=False):
+                        column = TextCells(cells, guess.errors)
+                        if guess.candidates:
+                            guess.update(column)
+                elif any(guess.candidates for guess in guesses):
                     # Every row now has ``width`` cells: zip(*batch) turns the rows into columns in C.
                     for guess, cells in zip(guesses, zip(*batch, strict=True), strict=False):
                         if guess.candidates:
-                            guess.update(cells)
+                            guess.update(TextCells(cells))
                 self._insert(stage, width, batch)
                 rows += len(batch)
             if not created or len(table.headers) > width:
@@ -168,7 +176,7 @@ class Builder:
                 guesses += [ColumnGuess(table.decimal_comma) for _ in range(width - len(guesses))]
             self.conn.execute("COMMIT")
         except BaseException as exc:
-            capped = limit_reached(self.conn, exc, source)
+            capped = limit_reached(self.conn, exc, source, self.write_bytes)
             self._abandon(stage)
             # A refused table's batches are left part-read: closed now, so its file is closed now
             # (not by the garbage collector, in whatever order a reference cycle is freed).
@@ -184,9 +192,9 @@ class Builder:
         columns = []
         for i, (name, raw, guess) in enumerate(zip(column_names, table.headers, guesses, strict=True)):
             kind = guess.result()
-            sql = convert_sql(f"c{i}", kind, guess.comma_seen, guess.date_layout)
+            sql = convert_sql(f"c{i}", kind, guess.comma_seen, guess.date_layout, guess.errors)
             columns.append(Column(name, raw, kind, sql))
-        notes = list(table.notes) + date_notes(column_names, guesses)
+        notes = list(table.notes) + date_notes(column_names, guesses) + error_notes(column_names, guesses)
         if short:
             notes.append(f"{short:,} row(s) had fewer fields than the header: the missing cells are NULL")
         if rows == 0:
@@ -215,7 +223,7 @@ class Builder:
                 rows += len(batch)
             self.conn.execute("COMMIT")
         except BaseException as exc:
-            capped = limit_reached(self.conn, exc, source)
+            capped = limit_reached(self.conn, exc, source, self.write_bytes)
             self._abandon(stage)
             if capped is not None:
                 raise capped from exc
@@ -244,7 +252,7 @@ class Builder:
                 written_table = staged.stage.replace("main.", "fast.", 1)
                 self.conn.execute(f"CREATE TABLE stage.{stage} AS SELECT * FROM {written_table}")
             except sqlite3.OperationalError as exc:
-                capped = limit_reached(self.conn, exc, staged.source)
+                capped = limit_reached(self.conn, exc, staged.source, self.write_bytes)
                 if capped is not None:
                     raise capped from exc
                 raise
@@ -332,7 +340,7 @@ class Builder:
                 )
             self.conn.execute("COMMIT")
         except BaseException as exc:
-            capped = limit_reached(self.conn, exc, "The imported file")
+            capped = limit_reached(self.conn, exc, "The imported file", self.write_bytes)
             self._abandon(None)
             if capped is not None:
                 raise capped from exc

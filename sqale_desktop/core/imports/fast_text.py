@@ -8,11 +8,11 @@ cell becomes a Python object:
   the general path found (:func:`.text.sniff`: delimiter, header, title lines above it) and its
   quoting rules (RFC 4180, line breaks inside quotes).
 - **Types**: decided with the general path's rules over every cell (:meth:`.types.ColumnGuess.
-  update_arrow`: Arrow's casts and RE2 kernels).  They are guessed from the first
-  :data:`GUESS_BYTES` and every later batch is checked against them; a batch that changes one (a
-  ``N/A`` in a column of numbers a million rows down) starts the table again, after one pass that
-  only reads, with the types of the whole file.  So the result is always what the general path
-  makes; only such a file costs a second pass.
+  update` over :class:`.types.ArrowCells`: Arrow's casts and RE2 kernels).  They are guessed from
+  the first ``guess_bytes`` (:class:`.limits.ImportLimits`) and every later batch is checked
+  against them; a batch that changes one (a ``N/A`` in a column of numbers a million rows down)
+  starts the table again, after one pass that only reads, with the types of the whole file.  So
+  the result is always what the general path makes; only such a file costs a second pass.
 - **Writing**: :mod:`.arrow_writer` (Apache Arrow's ADBC SQLite driver, in C), with parsing and
   checking in a thread beside it, so both cores work.
 
@@ -43,14 +43,19 @@ from typing import Any
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.imports import arrow_writer, names, text
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, Column, StagedTable
-from sqale_desktop.core.imports.progress import Meter, write_limit_bytes, write_limit_error
-from sqale_desktop.core.imports.types import BOOLEAN, INTEGER, REAL, ColumnGuess, date_notes, iso_dates_arrow
+from sqale_desktop.core.imports.limits import ImportLimits
+from sqale_desktop.core.imports.progress import Meter, write_limit_error
+from sqale_desktop.core.imports.types import (
+    BOOLEAN,
+    INTEGER,
+    REAL,
+    ArrowCells,
+    ColumnGuess,
+    date_notes,
+    iso_dates_arrow,
+)
 
 UTF8_CODECS = ("utf-8", "utf-8-sig")  # what Arrow reads itself (it skips a UTF-8 BOM)
-TRANSCODE_BYTES = 4 * 1024 * 1024  # a block of a file in another codec, written again as UTF-8
-MIN_BYTES = 4 * 1024 * 1024  # smaller files take the general path: they import in well under a second
-BLOCK_BYTES = 1024 * 1024  # pyarrow's read block: one record batch of about this much text
-GUESS_BYTES = 8 * 1024 * 1024  # the types are guessed from this much before the first row is written
 
 
 class NotFast(KnownError):
@@ -74,14 +79,17 @@ class _Utf8Text:
     path: Path
     layout: text.Layout
     scale: float
+    limits: ImportLimits
 
 
-def wanted(path: Path) -> bool:
+def wanted(path: Path, limits: ImportLimits) -> bool:
     """Whether ``path`` is large enough for this path to pay (small files: the general path)."""
-    return text.file_size(path) >= MIN_BYTES
+    return text.file_size(path) >= limits.fast_text_bytes
 
 
-def write_table(path: Path, target: Path, table_name: str, source: str, meter: Meter) -> StagedTable:
+def write_table(
+    path: Path, target: Path, table_name: str, source: str, meter: Meter, limits: ImportLimits
+) -> StagedTable:
     """Import the delimited text file ``path`` as ``table_name`` into a new SQLite file ``target``.
 
     Returns the table's description for the builder, whose ``stage`` is the table's quoted name in
@@ -91,16 +99,22 @@ def write_table(path: Path, target: Path, table_name: str, source: str, meter: M
     layout = text.sniff(path)
     if layout.codec in UTF8_CODECS:
         try:
-            return _write_utf8(_Utf8Text(path, layout, 1.0), target, table_name, source, meter)
+            return _write_utf8(_Utf8Text(path, layout, 1.0, limits), target, table_name, source, meter)
         except _NotUtf8:
             # As the general path does when UTF-8 fails part-way: the whole file read as Latin-1.
             layout = text.sniff(path, encoding="latin-1")
             layout.notes.append(text.MIXED_ENCODING_NOTE)
-    return _write_transcoded(path, layout, target, table_name, source, meter)
+    return _write_transcoded(path, layout, target, table_name, source, meter, limits)
 
 
 def _write_transcoded(
-    path: Path, layout: text.Layout, target: Path, table_name: str, source: str, meter: Meter
+    path: Path,
+    layout: text.Layout,
+    target: Path,
+    table_name: str,
+    source: str,
+    meter: Meter,
+    limits: ImportLimits,
 ) -> StagedTable:
     """Import ``path``, in a codec other than UTF-8, through a UTF-8 copy of it beside ``target``.
 
@@ -113,29 +127,29 @@ def _write_transcoded(
     scratch = target.with_name(target.name + ".utf-8.txt")
     try:
         try:
-            _transcode(path, layout.codec, scratch, meter)
+            _transcode(path, layout.codec, scratch, meter, limits)
         except UnicodeDecodeError:
             layout = text.sniff(path, encoding="latin-1")
             layout.notes.append(text.MIXED_ENCODING_NOTE)
-            _transcode(path, "latin-1", scratch, meter)
+            _transcode(path, "latin-1", scratch, meter, limits)
         # Progress counts the source's bytes: the copy's are scaled back to them.
         scale = text.file_size(path) / max(1, text.file_size(scratch))
-        readable = _Utf8Text(scratch, dataclasses.replace(layout, codec="utf-8"), scale)
+        readable = _Utf8Text(scratch, dataclasses.replace(layout, codec="utf-8"), scale, limits)
         return _write_utf8(readable, target, table_name, source, meter)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(scratch)
 
 
-def _transcode(path: Path, codec: str, scratch: Path, meter: Meter) -> None:
+def _transcode(path: Path, codec: str, scratch: Path, meter: Meter, limits: ImportLimits) -> None:
     """Write ``path`` (decompressed) as UTF-8 into ``scratch``; raises ``UnicodeDecodeError`` for
     a byte ``codec`` does not define.  Stop is seen between blocks; no rows are counted."""
     decoder = codecs.getincrementaldecoder(codec)(errors="strict")
     stream, _counter = text.open_bytes(path)
-    limit = write_limit_bytes()
+    limit = limits.write_bytes
     try:
         with open(scratch, "wb") as out:
-            while block := stream.read(TRANSCODE_BYTES):
+            while block := stream.read(limits.transcode_bytes):
                 out.write(decoder.decode(block).encode("utf-8"))
                 meter.check()
                 if out.tell() > limit:
@@ -158,7 +172,7 @@ def _write_utf8(readable: _Utf8Text, target: Path, table_name: str, source: str,
     try:
         guesses = [ColumnGuess(layout.delimiter == ";") for _ in range(width)]
         try:
-            _guess(readable, guesses, meter, until=GUESS_BYTES)
+            _guess(readable, guesses, meter, until=readable.limits.guess_bytes)
             staged = _staged(layout, [g.result() for g in guesses], table_name, source)
             rows = _write(readable, guesses, staged, target, meter, check=True)
         except _Retype:  # written again, with the types of the whole file
@@ -199,7 +213,7 @@ def _staged(layout: text.Layout, kinds: list[str], table_name: str, source: str)
     return StagedTable(table_name, source, f"main.{names.quote(table_name)}", columns, 0, list(layout.notes))
 
 
-def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any, Any]:
+def _reader(path: Path, layout: text.Layout, block_bytes: int) -> tuple[Any, Any, Any]:
     """A pyarrow streaming reader over the data rows of ``path`` (all text), the file it reads
     (whose ``tell()`` is the bytes read from disk) and the stream to close.
 
@@ -217,7 +231,7 @@ def _reader(path: Path, layout: text.Layout) -> tuple[Any, Any, Any]:
     stream = pa.CompressedInputStream(raw, "gzip") if path.suffix.lower() == ".gz" else raw
     width = len(layout.header)
     read = pcsv.ReadOptions(
-        block_size=BLOCK_BYTES,
+        block_size=block_bytes,
         skip_rows_after_names=len(layout.skipped) + 1,  # CSV rows (skip_rows counts lines)
         column_names=[f"c{i}" for i in range(width)],
         encoding="utf8",  # a UTF-8 BOM is skipped by pyarrow
@@ -252,7 +266,7 @@ def _batches(readable: _Utf8Text) -> Iterator[tuple[Any, int]]:
     import pyarrow as pa
 
     path, layout = readable.path, readable.layout
-    reader, raw, stream = _reader(path, layout)
+    reader, raw, stream = _reader(path, layout, readable.limits.block_bytes)
     first = True
     compressed = path.suffix.lower() == ".gz"
     parsed = 0
@@ -290,7 +304,7 @@ def _batches(readable: _Utf8Text) -> Iterator[tuple[Any, int]]:
 def _update(guesses: list[ColumnGuess], batch: Any) -> None:
     for guess, column in zip(guesses, batch.columns, strict=True):
         if guess.candidates:
-            guess.update_arrow(column)
+            guess.update(ArrowCells(column))
 
 
 def _guess(readable: _Utf8Text, guesses: list[ColumnGuess], meter: Meter, until: int | None) -> None:
@@ -325,7 +339,8 @@ def _write(
             yield _convert(batch, kinds, guesses), batch.num_rows, position
 
     types = [_arrow_type(kind) for kind in kinds]
-    return arrow_writer.write(converted(), types, target, staged, meter, staged.source)
+    limit = readable.limits.write_bytes
+    return arrow_writer.write(converted(), types, target, staged, meter, staged.source, limit)
 
 
 def _arrow_type(kind: str) -> Any:

@@ -22,31 +22,39 @@ from typing import Any
 from sqale_desktop.core.imports import arrow_writer, names
 from sqale_desktop.core.imports.builder import MAX_COLUMNS, StagedTable, typed_staged
 from sqale_desktop.core.imports.fast_text import NotFast
+from sqale_desktop.core.imports.limits import ImportLimits
 from sqale_desktop.core.imports.progress import Meter
 from sqale_desktop.core.imports.typed import TypedTable, _plan
 
-MIN_ROWS = 50_000  # fewer rows take the general path: they import in well under a second
 _INT64_MAX = 2**63 - 1
 
 Converter = Callable[[Any], Any]
 
 
-def wanted(table: TypedTable) -> bool:
+def wanted(table: TypedTable, limits: ImportLimits) -> bool:
     """Whether ``table`` can and should take this path: an Arrow source that says it holds at
-    least :data:`MIN_ROWS` rows (a DuckDB view, which cannot say, takes the general path)."""
+    least ``fast_typed_rows`` rows (fewer import in well under a second by the general path; a
+    DuckDB view, which cannot say, takes it too)."""
     if table.arrow_schema is None or table.arrow_batches is None:
         return False
     if not 0 < len(table.columns) <= MAX_COLUMNS:
         return False
-    return table.rows_hint is not None and table.rows_hint >= MIN_ROWS
+    return table.rows_hint is not None and table.rows_hint >= limits.fast_typed_rows
 
 
 def write_table(
-    table: TypedTable, target: Path, table_name: str, source: str, meter: Meter, constraints: bool
+    table: TypedTable,
+    target: Path,
+    table_name: str,
+    source: str,
+    meter: Meter,
+    constraints: bool,
+    write_bytes: int,
 ) -> StagedTable:
-    """Write ``table`` as ``table_name`` into the new file ``target``; its description, whose
-    ``stage`` is the table's quoted name there.  ``constraints`` False: the file holds the rows
-    only (its keys are declared when the builder copies it into the final file).  Raises
+    """Write ``table`` as ``table_name`` into the new file ``target`` (at most ``write_bytes``);
+    its description, whose ``stage`` is the table's quoted name there.  ``constraints`` False: the
+    file holds the rows only (its keys are declared when the builder copies it into the final
+    file).  Raises
     :class:`NotFast` (``target`` deleted, the meter rewound) for the general path."""
     import pyarrow as pa
 
@@ -65,7 +73,7 @@ def write_table(
             yield columns, batch.num_rows, table.position()
 
     try:
-        staged.rows = arrow_writer.write(converted(), types, target, written, meter, source)
+        staged.rows = arrow_writer.write(converted(), types, target, written, meter, source, write_bytes)
     except BaseException as exc:
         if isinstance(exc, NotFast | pa.ArrowInvalid):
             meter.rewind()

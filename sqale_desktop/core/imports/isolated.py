@@ -3,7 +3,7 @@
 The readers parse whatever a file holds: a workbook whose one cell at ``XFD1048576`` makes calamine
 ask for 512 GB (Rust aborts the process), a JSON of a million keys, a Parquet page that expands to
 gigabytes, a DuckDB view that runs for minutes.  In the app's own process each of those was the
-app's end, or a Stop that did nothing.  Here the whole build (:func:`sqale_desktop.core.imports._build`:
+app's end, or a Stop that did nothing.  Here the whole build (:func:`.assembly.build`:
 every reader, the fast paths and the SQLite writer) runs in a child under the memory cap
 (``RLIMIT_AS``, the settings' figure), and:
 
@@ -12,8 +12,10 @@ every reader, the fast paths and the SQLite writer) runs in a child under the me
 - Stop (the window's, Ctrl+C, closing the tab or the window) kills the child at once, whatever C
   call it is in, and the parent removes ``.building`` and the child's private temporary folder
   (the child's ``TMPDIR``): nothing is left;
-- the next import's child is started when one ends and imports Arrow and the readers while it
-  waits, so an import does not pay that second (the parent used to pay it once per session);
+- each import's child is forked from one warm importer (``core.child.forks``, Linux: it imported
+  Arrow and the readers once, as the parent used to once per session), so an import pays neither
+  the interpreter's start nor that second; elsewhere the next import's child is started when one
+  ends and imports them while it waits;
 - a crash, the memory cap or a bug in a reader is an :class:`ImportCrashed` (an ``ImportFailed``)
   naming the file and what happened; the window does not restore a tab whose import crashed.
 
@@ -23,6 +25,7 @@ the source's SHA-256 (hashed beside the import) and the final rename (``core.imp
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 from collections.abc import Sequence
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.core import child
+from sqale_desktop.core.imports.limits import ImportLimits
 from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, ImportProgress, ProgressFn
 
 if TYPE_CHECKING:
@@ -53,15 +57,17 @@ def build(
     skipped: list[str],
     folder: Path,
     db_path: Path,
+    limits: ImportLimits,
     progress: ProgressFn | None,
     cancel: threading.Event | None,
 ) -> ImportResult:
-    """``core.imports._build`` in a child: the same :class:`ImportResult`, or the same errors."""
-    from sqale_desktop.core.imports import TableSummary, _build
+    """``core.imports.assembly.build`` in a child: the same :class:`ImportResult`, or the same errors."""
     from sqale_desktop.core.imports import progress as progress_mod
+    from sqale_desktop.core.imports.assembly import build as _build
+    from sqale_desktop.core.imports.result import TableSummary
 
     if not IN_CHILD:
-        return _build(source, kind, members, skipped, folder, db_path, progress, cancel)
+        return _build(source, kind, members, skipped, folder, db_path, limits, progress, cancel)
     plan = {
         "report_interval_s": progress_mod.REPORT_INTERVAL_S,
         "source": str(source.absolute()),
@@ -70,6 +76,7 @@ def build(
         "skipped": list(skipped),
         "folder": str(folder.absolute()),
         "db_path": str(db_path.absolute()),
+        "limits": dataclasses.asdict(limits),
     }
 
     def heard(message: child.Message) -> None:
@@ -125,21 +132,21 @@ def build(
 def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from sqale_desktop.core import imports
-    from sqale_desktop.core.imports import progress
+    from sqale_desktop.core.imports import assembly, progress
 
     progress.REPORT_INTERVAL_S = float(plan.get("report_interval_s", progress.REPORT_INTERVAL_S))
 
     def report(p: ImportProgress) -> None:
         endpoint.say("progress", **asdict(p))
 
-    result = imports._build(
+    result = assembly.build(
         Path(plan["source"]),
         str(plan["kind"]),
         [Path(m) for m in plan["members"]],
         [str(n) for n in plan["skipped"]],
         Path(plan["folder"]),
         Path(plan["db_path"]),
+        ImportLimits(**plan["limits"]),
         report,
         None,  # Stop is the parent's kill
     )
@@ -154,8 +161,9 @@ def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
 def child_main(argv: Sequence[str]) -> int:
     """The child's entry (``--child-module sqale_desktop.core.imports.isolated``): plan on stdin.
 
-    The libraries every fast path needs are imported before the plan is read: a spare child
-    (``core.child.run(spare=True)``) does that while it waits, not while a person waits."""
+    The libraries every fast path needs are imported before the plan is read: the fork server
+    (``core.child.run(spare=True)``) does that once, a spare child while it waits, not while a
+    person waits."""
     del argv
     import contextlib
     import importlib

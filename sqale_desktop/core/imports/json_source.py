@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.imports.builder import MAX_COLUMNS
+from sqale_desktop.core.imports.limits import ImportLimits
 from sqale_desktop.core.imports.progress import ImportFailed, Meter
 from sqale_desktop.core.imports.text import (
-    BATCH_ROWS,
     TextTable,
     bounded_lines,
     open_bytes,
@@ -117,10 +117,12 @@ def _rows_table(
     meter: Meter,
     progress_bytes: Any,
     file_name: str,
-    surrogates: Callable[[], bool] = lambda: False,
+    surrogates: Callable[[], bool],
+    batch_rows: int,
 ) -> TextTable:
-    """The table of ``objects``; ``surrogates()`` says whether the text read so far held a surrogate
-    escape (its batches are then cleaned of lone surrogates before they are written)."""
+    """The table of ``objects``, in batches of ``batch_rows``; ``surrogates()`` says whether the text
+    read so far held a surrogate escape (its batches are then cleaned of lone surrogates before they
+    are written)."""
     headers: list[str] = []
     table = TextTable(name, headers, iter(()))
 
@@ -152,7 +154,7 @@ def _rows_table(
                         row.append(None)
                     row[position] = _cell(value, nested)
                 batch.append(row)
-                if len(batch) >= BATCH_ROWS:
+                if len(batch) >= batch_rows:
                     if surrogates():
                         _clean(batch)
                     yield batch
@@ -172,7 +174,7 @@ def _rows_table(
     return table
 
 
-def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
+def read_json(path: Path, meter: Meter, name: str, limits: ImportLimits) -> list[TextTable]:
     """The tables of a ``.json`` file: its top-level array, or each array of objects in its
     top-level object (``{"users": [...], "metadata": {...}}``), or the object itself as one row."""
     sample = read_sample(path)
@@ -182,8 +184,12 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
     codec = json.detect_encoding(sample)
     head = sample.decode(codec, errors="replace").lstrip("\ufeff \t\r\n")
     if head.startswith("["):
-        elements = _ArrayElements(path, codec)
-        return [_rows_table(name, elements, meter, elements.bytes_read, path.name, elements.surrogates)]
+        elements = _ArrayElements(path, codec, limits.json_chunk_chars)
+        return [
+            _rows_table(
+                name, elements, meter, elements.bytes_read, path.name, elements.surrogates, limits.batch_rows
+            )
+        ]
     stream, counter = open_bytes(path)
     try:
         raw = stream.read(OBJECT_BYTES + 1)
@@ -207,7 +213,7 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
         return flagged
 
     if isinstance(data, list):
-        return [_rows_table(name, data, meter, lambda: size, path.name, surrogates)]
+        return [_rows_table(name, data, meter, lambda: size, path.name, surrogates, limits.batch_rows)]
     if isinstance(data, dict):
         arrays = {
             k: v for k, v in data.items() if isinstance(v, list) and any(isinstance(x, dict) for x in v)
@@ -221,6 +227,7 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
                     lambda: size,
                     path.name,
                     surrogates,
+                    limits.batch_rows,
                 )
                 for key, rows in arrays.items()
             ]
@@ -232,11 +239,8 @@ def read_json(path: Path, meter: Meter, name: str) -> list[TextTable]:
             return tables
         if not data:
             raise ImportFailed(f"{path.name} holds an empty object: there is no column to import.")
-        return [_rows_table(name, [data], meter, lambda: size, path.name, surrogates)]
+        return [_rows_table(name, [data], meter, lambda: size, path.name, surrogates, limits.batch_rows)]
     raise ImportFailed(f"{path.name} holds a single JSON value, not objects to import as rows.")
-
-
-CHUNK_CHARS = 1 << 20
 
 
 class _ArrayElements:
@@ -249,9 +253,10 @@ class _ArrayElements:
     :data:`ELEMENT_CHARS`.
     """
 
-    def __init__(self, path: Path, codec: str) -> None:
+    def __init__(self, path: Path, codec: str, chunk_chars: int) -> None:
         self.path = path
         self.codec = codec
+        self.chunk_chars = chunk_chars
         self._counter: Any = None
         self.escapes = [False]  # a surrogate escape was seen in the text read
 
@@ -263,11 +268,12 @@ class _ArrayElements:
 
     def __iter__(self) -> Iterator[Any]:
         stream, self._counter = open_bytes(self.path)
-        return _elements(self.path, codecs.getreader(self.codec)(stream), self.escapes)
+        return _elements(self.path, codecs.getreader(self.codec)(stream), self.chunk_chars, self.escapes)
 
 
-def _elements(path: Path, text: Any, escapes: list[bool] | None = None) -> Iterator[Any]:
-    """The elements of the array ``text`` holds; ``escapes[0]`` is set once a surrogate escape is read."""
+def _elements(path: Path, text: Any, chunk_chars: int, escapes: list[bool] | None = None) -> Iterator[Any]:
+    """The elements of the array ``text`` holds, read ``chunk_chars`` at a time (or what an element
+    needs); ``escapes[0]`` is set once a surrogate escape is read."""
     escapes = escapes if escapes is not None else [False]
     decoder = json.JSONDecoder()
     buffer = ""
@@ -284,7 +290,7 @@ def _elements(path: Path, text: Any, escapes: list[bool] | None = None) -> Itera
                 f"{path.name} holds an element of more than {ELEMENT_CHARS // 2**20:,} million "
                 f"characters (at character {consumed + pos:,}): larger than a row this import reads."
             )
-        chunk = text.read(max(CHUNK_CHARS, len(buffer) - pos))
+        chunk = text.read(max(chunk_chars, len(buffer) - pos))
         if not chunk:
             ended = True
             return False
@@ -359,7 +365,7 @@ def _elements(path: Path, text: Any, escapes: list[bool] | None = None) -> Itera
         text.close()
 
 
-def read_json_lines(path: Path, meter: Meter, name: str) -> TextTable:
+def read_json_lines(path: Path, meter: Meter, name: str, limits: ImportLimits) -> TextTable:
     """The table of a JSON Lines / NDJSON file: one object per line, blank lines skipped."""
     sample = read_sample(path)
     if not sample.strip():
@@ -387,4 +393,6 @@ def read_json_lines(path: Path, meter: Meter, name: str) -> TextTable:
         finally:
             stream.close()
 
-    return _rows_table(name, objects(), meter, lambda: counter.count, path.name, lambda: escapes[0])
+    return _rows_table(
+        name, objects(), meter, lambda: counter.count, path.name, lambda: escapes[0], limits.batch_rows
+    )

@@ -22,8 +22,9 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqale_desktop.core.imports import kind_of, names
+from sqale_desktop.core.imports import names
 from sqale_desktop.core.imports.progress import ImportFailed
+from sqale_desktop.core.imports.sources import previewable
 from sqale_desktop.core.imports.text import (
     SAMPLE_BYTES,
     _inner_suffix,
@@ -56,7 +57,7 @@ def preview_source(path: Path, rows: int = PREVIEW_ROWS, max_bytes: int = PREVIE
 
     Never raises for a file the importer refuses (binary, empty, unreadable): the import says why,
     in the tab, and the preview is simply None."""
-    if kind_of(Path(path)) != "csv":
+    if not previewable(Path(path)):
         return None
     try:
         return preview_text(Path(path), rows, max_bytes)

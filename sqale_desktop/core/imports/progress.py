@@ -38,20 +38,12 @@ class ImportFailed(KnownError):
         super().__init__(printable(str(message)), *args)
 
 
-def write_limit_bytes() -> int:
-    """The most one file of an import may grow to (the ``import_write_limit_mb`` setting): a
-    454 KB Parquet file of run-length encoded rows wrote 4 GB before this bound."""
-    from sqale_desktop.core import settings as settings_mod
-
-    return settings_mod.load().settings.import_write_limit_mb * 1024 * 1024
-
-
 FREE_WHEN_LIMITED = 64 * 1024 * 1024
 
 
 def limit_not_disk(where: Path) -> bool:
     """Whether SQLite's "database or disk is full" at ``where`` was the size limit (every file of
-    an import is opened with ``max_page_count`` at :func:`write_limit_bytes`), not the disk: the
+    an import is opened with ``max_page_count`` at the import's ``write_bytes`` limit), not the disk: the
     disk still has room.  (SQLite says the same words for both, and once the statement has failed
     its page count is the one before it.)"""
     import shutil
@@ -63,7 +55,7 @@ def limit_not_disk(where: Path) -> bool:
 
 
 def write_limit_error(source: str, limit: int) -> ImportFailed:
-    """The message for an import that reached :func:`write_limit_bytes`."""
+    """The message for an import that reached its ``write_bytes`` limit (:mod:`.limits`)."""
     return ImportFailed(
         f"{source} expands to more than {limit // 2**20:,} MB once imported, the import size limit "
         "(the import_write_limit_mb setting); nothing was kept. A small compressed file can hold "

@@ -30,7 +30,6 @@ from typing import IO
 from sqale_desktop.core.imports.progress import ImportFailed, Meter
 
 SAMPLE_BYTES = 256 * 1024
-BATCH_ROWS = 20_000
 DELIMITERS = (",", ";", "\t", "|")
 # Magic numbers of binary formats someone may name .csv (the first bytes of the file).
 _MAGIC = {
@@ -94,6 +93,7 @@ class TextTable:
     batches: Iterator[list[list[str | None]]]
     decimal_comma: bool = False
     notes: list[str] = field(default_factory=list)
+    formula_errors: bool = False  # some cells are a sheet's formula errors (.types.FormulaError)
 
 
 class _Counting(io.RawIOBase):
@@ -364,14 +364,14 @@ def sniff(path: Path, encoding: str | None = None) -> Layout:
     return layout
 
 
-def read_csv(path: Path, meter: Meter, name: str, encoding: str | None = None) -> TextTable:
-    """The table in the delimited text file ``path``; raises :class:`ImportFailed` for a file
-    with no header, or that is not text."""
+def read_csv(path: Path, meter: Meter, name: str, batch_rows: int, encoding: str | None = None) -> TextTable:
+    """The table in the delimited text file ``path``, in batches of ``batch_rows``; raises
+    :class:`ImportFailed` for a file with no header, or that is not text."""
     layout, reader, text, counter = _open_layout(path, encoding)
     table = TextTable(
         name, list(layout.header), iter(()), decimal_comma=layout.delimiter == ";", notes=list(layout.notes)
     )
-    table.batches = _batches(layout.first_rows, reader, text, counter, meter, path.name, table)
+    table.batches = _batches(layout.first_rows, reader, text, counter, meter, path.name, table, batch_rows)
     return table
 
 
@@ -416,6 +416,7 @@ def _batches(
     meter: Meter,
     file_name: str,
     table: TextTable,
+    batch_rows: int,
 ) -> Iterator[list[list[str | None]]]:
     long_rows = 0
     try:
@@ -425,7 +426,7 @@ def _batches(
             # Per-row work in Python is what limits the speed, so there is none: the rows are taken
             # with islice(), blank lines (empty lists) dropped with filter() and the widest row found
             # with map(), all of which loop in C.
-            pending.extend(itertools.islice(reader, max(0, BATCH_ROWS - len(pending))))
+            pending.extend(itertools.islice(reader, max(0, batch_rows - len(pending))))
             if not pending:
                 break
             batch: list[list[str | None]] = list(filter(None, pending))  # type: ignore[arg-type]

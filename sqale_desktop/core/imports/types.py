@@ -24,8 +24,8 @@ A cell with a line break in it is text anyway, and it is caught by counting the 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, Protocol
 
 INTEGER = "INTEGER"
 REAL = "REAL"
@@ -38,6 +38,7 @@ TEXT = "TEXT"
 DAY_FIRST = "DATE day-first"
 MONTH_FIRST = "DATE month-first"
 SHORT_YEAR = "DATE two-digit year"
+REAL_COMMA = "REAL with a decimal comma"  # a form the cells are asked about, never a column's type
 
 _INT = r"-?(?:0|[1-9][0-9]{0,18})"
 _EXP = r"(?:[eE][-+]?[0-9]{1,3})"
@@ -99,6 +100,120 @@ _SIXTEEN_DIGITS = re.compile(r"[0-9]{16}")
 _INT64_MAX = 2**63 - 1
 
 
+class FormulaError(str):
+    """A spreadsheet cell whose formula ended in an error; its text is the error's (``#DIV/0!``).
+
+    The guess leaves such cells out (:class:`TextCells`), as it does empty ones: one failed formula
+    does not make a column of numbers text, where ``SUM``, ``AVG`` and ``ORDER BY`` would treat
+    every number as a string.  In a column that takes a type the error is NULL (the value is not
+    known, which is what the error says), and the note names it; in a text column it is kept as
+    written.  pandas reads them as missing values the same way."""
+
+
+class Cells(Protocol):
+    """One batch of one column's cells, asked the questions the type rules ask (:meth:`ColumnGuess.
+    update`); an empty cell holds no value and has every form."""
+
+    def empty(self) -> bool:
+        """Whether no cell holds a value."""
+        ...
+
+    def holds(self, substring: str) -> bool:
+        """Whether some cell holds ``substring``."""
+        ...
+
+    def sixteen_digits(self) -> bool:
+        """Whether some cell holds 16 digits in a row (an integer REAL cannot hold exactly)."""
+        ...
+
+    def every(self, form: str) -> bool:
+        """Whether every cell that holds a value has the form ``form`` (a type, or REAL_COMMA)."""
+        ...
+
+
+class TextCells:
+    """Python strings (the general path): the batch's values joined by line breaks, so that each
+    question is one search or one match of a compiled pattern, in C.  A cell with a line break in it
+    is text, so it has no form.
+
+    ``errors`` (a sheet's cells): each :class:`FormulaError` is counted there by its text and left
+    out of the values."""
+
+    def __init__(self, cells: Sequence[str | None], errors: dict[str, int] | None = None) -> None:
+        values = list(filter(None, cells))
+        if errors is not None:
+            for error in [v for v in values if type(v) is FormulaError]:
+                errors[error] = errors.get(error, 0) + 1
+            values = [v for v in values if type(v) is not FormulaError]
+        self._count = len(values)
+        self._joined = "\n".join(values)
+        self._broken = self._count > 0 and self._joined.count("\n") != self._count - 1
+
+    def empty(self) -> bool:
+        return self._count == 0
+
+    def holds(self, substring: str) -> bool:
+        return substring in self._joined
+
+    def sixteen_digits(self) -> bool:
+        return _SIXTEEN_DIGITS.search(self._joined) is not None
+
+    def every(self, form: str) -> bool:
+        if self._broken:
+            return False
+        pattern = _REAL_COMMA_PATTERN if form == REAL_COMMA else _PATTERNS[form]
+        if pattern.fullmatch(self._joined) is None:
+            return False
+        return form != INTEGER or _fits_int64(self._joined)
+
+
+class ArrowCells:
+    """An Arrow string array, empty cells null (the fast CSV path, :mod:`.fast_text`, which never
+    turns its cells into Python strings).
+
+    A regular expression costs RE2 about 70 ns a cell, most of this path's checking time, so each
+    form takes the cheapest exact test (:func:`_every_arrow`): booleans compare the lower-cased cell
+    with two words, and a column whose longest cell has under 16 characters has no 16-digit
+    integer."""
+
+    def __init__(self, cells: Any) -> None:
+        self._cells = cells
+        self._longest: int | None = None
+
+    def _longest_cell(self) -> int:
+        import pyarrow.compute as pc
+
+        if self._longest is None:
+            self._longest = pc.max(pc.utf8_length(self._cells)).as_py() or 0
+        return self._longest
+
+    def empty(self) -> bool:
+        return bool(self._cells.null_count == len(self._cells))
+
+    def holds(self, substring: str) -> bool:
+        import pyarrow.compute as pc
+
+        return bool(pc.any(pc.match_substring(self._cells, substring)).as_py())
+
+    def sixteen_digits(self) -> bool:
+        import pyarrow.compute as pc
+
+        if self._longest_cell() < 16:
+            return False
+        return bool(pc.any(pc.match_substring_regex(self._cells, _SIXTEEN_DIGITS.pattern)).as_py())
+
+    def every(self, form: str) -> bool:
+        import pyarrow.compute as pc
+
+        cells = self._cells
+        if form == BOOLEAN:
+            lower = pc.utf8_lower(cells)
+            return bool(pc.all(pc.or_(pc.equal(lower, "true"), pc.equal(lower, "false"))).as_py())
+        if form == REAL_COMMA:
+            return bool(pc.all(pc.match_substring_regex(cells, _ANCHORED_REAL_COMMA)).as_py())
+        return _every_arrow(form, cells, self._longest_cell())
+
+
 class ColumnGuess:
     """The type one column can still have, narrowed batch by batch.
 
@@ -111,22 +226,18 @@ class ColumnGuess:
         self.candidates = [INTEGER, REAL, BOOLEAN, DATE, DATETIME, TIME, DAY_FIRST, MONTH_FIRST, SHORT_YEAR]
         self.seen_value = False
         self.comma_seen = False
+        self.errors: dict[str, int] = {}  # formula error cells by their text (TextCells(errors=))
 
-    def update(self, cells: Sequence[str | None]) -> None:
-        if not self.candidates:
-            return
-        values = list(filter(None, cells))
-        if not values:
+    def update(self, cells: Cells) -> None:
+        """Keep the types every value of ``cells`` fits (the rules, written once for every kind
+        of :class:`Cells`)."""
+        if not self.candidates or cells.empty():
             return
         self.seen_value = True
-        joined = "\n".join(values)
-        if joined.count("\n") != len(values) - 1:  # a cell with a line break in it
-            self.candidates = []
-            return
         kept: list[str] = []
         for kind in self.candidates:
-            if kind == REAL and self.decimal_comma and "," in joined:
-                if "." not in joined and _REAL_COMMA_PATTERN.fullmatch(joined):
+            if kind == REAL and self.decimal_comma and cells.holds(","):
+                if not cells.holds(".") and cells.every(REAL_COMMA):
                     self.comma_seen = True
                     kept.append(kind)
                 continue
@@ -134,65 +245,13 @@ class ColumnGuess:
                 continue  # a column cannot use both the comma and the point
             if kind == REAL and INTEGER in kept:
                 # Integers are REAL unless one has more than 15 digits: a search, not a second match.
-                if _SIXTEEN_DIGITS.search(joined) is None:
+                if not cells.sixteen_digits():
                     kept.append(kind)
                 continue
             if kind == DATETIME and DATE in kept:
                 kept.append(kind)  # a date is a DATETIME without its time
                 continue
-            if _PATTERNS[kind].fullmatch(joined) is None:
-                continue
-            if kind == INTEGER and not _fits_int64(joined):
-                continue
-            kept.append(kind)
-        self.candidates = kept
-
-    def update_arrow(self, cells: Any) -> None:
-        """:meth:`update` for an Arrow string array (empty cells already null), with the same rules
-        run by Arrow's kernels cell by cell instead of Python's ``re`` on a joined batch: the fast
-        CSV path (:mod:`.fast_text`) never turns its cells into Python strings.
-
-        A regular expression costs RE2 about 70 ns a cell, most of this path's checking time, so
-        each rule takes the cheapest exact test (:func:`_every_arrow`): booleans compare the
-        lower-cased cell with two words, and a column whose longest cell has under 16 characters
-        has no 16-digit integer."""
-        if not self.candidates:
-            return
-        import pyarrow.compute as pc
-
-        if cells.null_count == len(cells):
-            return
-        self.seen_value = True
-        longest = pc.max(pc.utf8_length(cells)).as_py()
-
-        def every(pattern: str) -> bool:
-            return bool(pc.all(pc.match_substring_regex(cells, pattern)).as_py())
-
-        def some(substring: str) -> bool:
-            return bool(pc.any(pc.match_substring(cells, substring)).as_py())
-
-        kept: list[str] = []
-        for kind in self.candidates:
-            if kind == REAL and self.decimal_comma and some(","):
-                if not some(".") and every(_ANCHORED_REAL_COMMA):
-                    self.comma_seen = True
-                    kept.append(kind)
-                continue
-            if kind == REAL and self.comma_seen:
-                continue
-            if kind == REAL and INTEGER in kept:
-                if longest < 16 or not every_search(cells, _SIXTEEN_DIGITS.pattern):
-                    kept.append(kind)
-                continue
-            if kind == DATETIME and DATE in kept:
-                kept.append(kind)
-                continue
-            if kind == BOOLEAN:
-                lower = pc.utf8_lower(cells)
-                if bool(pc.all(pc.or_(pc.equal(lower, "true"), pc.equal(lower, "false"))).as_py()):
-                    kept.append(kind)
-                continue
-            if _every_arrow(kind, cells, longest):
+            if cells.every(kind):
                 kept.append(kind)
         self.candidates = kept
 
@@ -233,13 +292,6 @@ class ColumnGuess:
                 "as text; written as YYYY-MM-DD they would be read as dates"
             )
         return None
-
-
-def every_search(cells: Any, pattern: str) -> bool:
-    """Whether some cell of the Arrow array holds ``pattern`` (searched, not matched whole)."""
-    import pyarrow.compute as pc
-
-    return bool(pc.any(pc.match_substring_regex(cells, pattern)).as_py())
 
 
 def _every_arrow(kind: str, cells: Any, longest: int) -> bool:
@@ -288,6 +340,20 @@ def date_notes(names: Sequence[str], guesses: Sequence[ColumnGuess]) -> list[str
     ]
 
 
+def error_notes(names: Sequence[str], guesses: Sequence[ColumnGuess]) -> list[str]:
+    """The notes on a sheet's formula error cells: which column, how many, and what became of them."""
+    notes = []
+    for name, guess in zip(names, guesses, strict=False):
+        if not guess.errors:
+            continue
+        count = sum(guess.errors.values())
+        which = ", ".join(sorted(guess.errors))
+        kind = guess.result()
+        fate = "kept as their error text" if kind == TEXT else f"NULL in this {kind} column"
+        notes.append(f"column {name!r}: {count:,} formula error cell(s) ({which}), {fate}")
+    return notes
+
+
 def iso_dates_arrow(cells: Any, layout: str) -> Any:
     """The Arrow string array of ``layout`` dates (DAY_FIRST, MONTH_FIRST) as ISO-8601 text:
     :func:`convert_sql`'s rule for the fast CSV path."""
@@ -304,13 +370,24 @@ def _fits_int64(joined: str) -> bool:
     return all(abs(int(m.group())) <= _INT64_MAX for m in _NINETEEN_DIGITS.finditer(joined))
 
 
-def convert_sql(column: str, kind: str, comma: bool, date_layout: str | None = None) -> str:
+def convert_sql(
+    column: str,
+    kind: str,
+    comma: bool,
+    date_layout: str | None = None,
+    errors: Collection[str] = (),
+) -> str:
     """The SQL expression that turns the staged text ``column`` (quoted) into a ``kind`` value;
     ``date_layout`` (:attr:`ColumnGuess.date_layout`) says a DATE column's cells are day-first or
     month-first dates to rewrite as ISO-8601.
 
-    Empty cells are NULL whatever the type.
+    Empty cells are NULL whatever the type; so are the formula ``errors`` (their texts) in a column
+    that is not TEXT (:class:`FormulaError`: no value of such a column has an error's text).
     """
+    if errors and kind != TEXT:
+        listed = ", ".join("'" + text.replace("'", "''") + "'" for text in sorted(errors))
+        typed = convert_sql(column, kind, comma, date_layout)
+        return f"CASE WHEN {column} IN ({listed}) THEN NULL ELSE {typed} END"
     cell = f"NULLIF({column}, '')"
     if date_layout is not None:
         return _iso_date_sql(cell, date_layout == DAY_FIRST)

@@ -20,7 +20,7 @@ from sqale_desktop.core.imports import (
     resolve_database,
 )
 from sqale_desktop.core.imports import builder as builder_mod
-from tests.conftest import fingerprint
+from tests.helpers import fingerprint
 
 
 def _csv(path: Path, n: int) -> Path:
@@ -147,8 +147,8 @@ def test_a_full_disk_gets_a_clear_message_and_keeps_nothing(
     source = _csv(tmp_path / "big.csv", 60_000)
     real_open = builder_mod.open_build
 
-    def small_disk(path: Path) -> Any:
-        conn = real_open(path)
+    def small_disk(path: Path, write_bytes: int) -> Any:
+        conn = real_open(path, write_bytes)
         conn.execute("PRAGMA stage.max_page_count = 20")
         return conn
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sqale_desktop.core.imports import ImportProgress, fast_text, import_source, threads
+from sqale_desktop.core.imports import ImportLimits, ImportProgress, import_source, threads
 
 
 @pytest.fixture
@@ -50,8 +50,6 @@ def _ctrl_c_soon(times: int = 1, gap_s: float = 0.05) -> threading.Event:
 def test_ctrl_c_mid_import_goes_up_only_after_every_thread_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left_in_cache: Any
 ) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
     path = tmp_path / "big.csv"
     path.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(300_000)), encoding="utf-8")
     started: list[threads.ImportThread] = []
@@ -70,7 +68,7 @@ def test_ctrl_c_mid_import_goes_up_only_after_every_thread_ended(
             sending.append(_ctrl_c_soon())
 
     with pytest.raises(KeyboardInterrupt):
-        import_source(path, progress=progress)
+        import_source(path, progress=progress, limits=ImportLimits(fast_text_bytes=0, block_bytes=8192))
         returned.append(True)
         sending[0].wait(5)
         time.sleep(5)  # the signal lands here, and the test fails below
@@ -104,7 +102,7 @@ def test_ctrl_c_at_random_moments_of_child_imports_never_crashes() -> None:
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.helpers import REPO_ROOT
 
     done = subprocess.run(
         [sys.executable, str(REPO_ROOT / "benchmarks" / "ctrl_c_imports.py"), "--quick", "--seed", "7"],

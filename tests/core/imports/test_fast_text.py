@@ -11,15 +11,18 @@ from __future__ import annotations
 import gzip
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sqale_desktop.core import imports
-from sqale_desktop.core.imports import ImportCancelled, arrow_writer, fast_text, import_source
+from sqale_desktop.core.imports import ImportCancelled, ImportLimits, arrow_writer, fast_text, import_source
 
 pytestmark = pytest.mark.usefixtures("untouched")
+
+FAST = ImportLimits(fast_text_bytes=0)  # the fast path for a file of any size
 
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".tab")
 
@@ -44,13 +47,14 @@ def dump(db_path: Path) -> dict[str, Any]:
         conn.close()
 
 
-def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Any, Any, bool]:
-    """(general path's import, fast path's import, whether the fast path took the file)."""
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 1 << 62)
-    general = import_source(path)
+def both_ways(
+    path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, limits: ImportLimits = FAST
+) -> tuple[Any, Any, bool]:
+    """(general path's import, fast path's import, whether the fast path took the file); the fast
+    path's import within ``limits``."""
+    general = import_source(path, limits=replace(limits, fast_text_bytes=1 << 62))
     general_dump = dump(general.db_path), general.summary, general.notes
     monkeypatch.setenv("SQALE_DESKTOP_HOME", str(tmp_path / "fast-home"))
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
     taken: list[bool] = []
     real_write = fast_text.write_table
 
@@ -64,7 +68,7 @@ def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tu
         return table
 
     monkeypatch.setattr(fast_text, "write_table", spy)
-    fast = import_source(path)
+    fast = import_source(path, limits=limits)
     return general_dump, (dump(fast.db_path), fast.summary, fast.notes), bool(taken and taken[-1])
 
 
@@ -80,9 +84,8 @@ def test_every_real_text_file_imports_the_same_both_ways(
             general, fast, taken = both_ways(path, monkeypatch, tmp_path / path.name)
         except imports.ImportFailed as exc:
             # A file neither path imports (empty, binary, prose) must be refused by the fast one too.
-            monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
             with pytest.raises(imports.ImportFailed) as again:
-                import_source(path)
+                import_source(path, limits=FAST)
             assert str(again.value) == str(exc)
             continue
         assert fast == general, path.name
@@ -104,17 +107,14 @@ def write_csv(path: Path, header: str, lines: list[str]) -> Path:
 
 
 def test_a_type_broken_after_the_first_guess_is_imported_with_the_whole_files_type(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
+    tmp_path: Path, rows: Any
 ) -> None:
     """The first 8 MB (here 2 KB) say INTEGER and REAL; a later cell says TEXT: the table is written
     again with that type, every cell exactly as the file has it ("1.50" is not 1.5)."""
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "GUESS_BYTES", 2048)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 1024)
     lines = [f"{i},{i}.50,{i % 2 == 0}" for i in range(20_000)]
     lines[15_000] = "n/a,also n/a,true"
     path = write_csv(tmp_path / "late.csv", "id,price,even", lines)
-    result = import_source(path)
+    result = import_source(path, limits=replace(FAST, guess_bytes=2048, block_bytes=1024))
     got = rows(result.db_path, "SELECT id, typeof(id), price, even, typeof(even) FROM late ORDER BY rowid")
     assert len(got) == 20_000
     assert got[1] == ("1", "text", "1.50", 0, "integer")
@@ -123,14 +123,10 @@ def test_a_type_broken_after_the_first_guess_is_imported_with_the_whole_files_ty
     assert declared == [("TEXT",), ("TEXT",), ("BOOLEAN",)]
 
 
-def test_a_column_empty_at_first_takes_the_type_of_its_later_values(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
-) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "GUESS_BYTES", 1024)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 1024)
+def test_a_column_empty_at_first_takes_the_type_of_its_later_values(tmp_path: Path, rows: Any) -> None:
     lines = [f"{i}," for i in range(5000)] + [f"{i},{i * 2}" for i in range(5000, 6000)]
-    result = import_source(write_csv(tmp_path / "sparse.csv", "id,later", lines))
+    limits = replace(FAST, guess_bytes=1024, block_bytes=1024)
+    result = import_source(write_csv(tmp_path / "sparse.csv", "id,later", lines), limits=limits)
     assert rows(result.db_path, "SELECT count(later), typeof(max(later)), max(later) FROM sparse") == [
         (1000, "integer", 11998)
     ]
@@ -144,13 +140,12 @@ def test_a_column_empty_at_first_takes_the_type_of_its_later_values(
     ],
 )
 def test_a_ragged_row_far_down_goes_to_the_general_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any, bad_line: str, note: str
+    tmp_path: Path, rows: Any, bad_line: str, note: str
 ) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 4096)
     lines = [f"{i},{i},{i}" for i in range(10_000)]
     lines[9_000] = bad_line
-    result = import_source(write_csv(tmp_path / "ragged.csv", "a,b,c", lines))
+    path = write_csv(tmp_path / "ragged.csv", "a,b,c", lines)
+    result = import_source(path, limits=replace(FAST, block_bytes=4096))
     assert rows(result.db_path, "SELECT count(*) FROM ragged") == [(10_000,)]
     assert any(note in n for n in result.notes), result.notes
 
@@ -158,11 +153,10 @@ def test_a_ragged_row_far_down_goes_to_the_general_path(
 def test_a_byte_that_is_not_utf8_far_down_is_read_as_latin1_as_the_general_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
 ) -> None:
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 4096)
     body = "".join(f"{i},caf\u00e9\n" for i in range(40_000)).encode()
     path = tmp_path / "mixed.csv"
     path.write_bytes(b"id,name\n" + body + b"40000,caf\xe9\n")  # past the 256 KB the codec is found from
-    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path, replace(FAST, block_bytes=4096))
     assert taken and fast == general
     result = import_source(path)
     assert rows(result.db_path, "SELECT count(*), max(id), max(name) FROM mixed") == [
@@ -179,13 +173,13 @@ def test_a_large_cp1252_file_takes_the_fast_path_through_a_utf8_copy(
     UTF-8 copy Arrow read is gone from the cache afterwards."""
     from sqale_desktop.core import paths
 
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
-    monkeypatch.setattr(fast_text, "TRANSCODE_BYTES", 1000)  # blocks that split the € (3 UTF-8 bytes)
     lines = [f"{i};Caf\u00e9 M\u00fcller {i};{i},{i % 100:02d} \u20ac" for i in range(30_000)]
     data = ("id;name;price\n" + "\n".join(lines) + "\n").encode("cp1252")
     path = tmp_path / f"export{suffix}"
     path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
-    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    # blocks of 1,000 bytes split the € (3 UTF-8 bytes)
+    limits = replace(FAST, block_bytes=8192, transcode_bytes=1000)
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path, limits)
     assert taken and fast == general
     result = import_source(path)
     assert rows(result.db_path, "SELECT count(*), max(name), typeof(max(price)) FROM export") == [
@@ -198,22 +192,21 @@ def test_a_large_cp1252_file_takes_the_fast_path_through_a_utf8_copy(
 def test_a_byte_cp1252_does_not_define_far_down_makes_the_copy_latin1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fast_text, "TRANSCODE_BYTES", 4096)
     body = "".join(f"{i},M\u00fcller\n" for i in range(40_000)).encode("cp1252")
     path = tmp_path / "odd.csv"
     path.write_bytes(b"id,name\n" + body + b"40000,\x81\n")  # 0x81: no character in cp1252
-    general, fast, taken = both_ways(path, monkeypatch, tmp_path)
+    general, fast, taken = both_ways(path, monkeypatch, tmp_path, replace(FAST, transcode_bytes=4096))
     assert taken and fast == general
     assert any("read as Latin-1" in n for n in fast[2]), fast[2]
 
 
 def test_a_large_gzipped_csv_takes_the_fast_path(tmp_path: Path, rows: Any) -> None:
-    """Over :data:`fast_text.MIN_BYTES` with the defaults; the fast path's page size shows it."""
+    """Over ``fast_text_bytes`` with the default limits; the fast path's page size shows it."""
     lines = [f"{i},name {i},{i / 4},0{i % 999:03d}" for i in range(400_000)]
     path = tmp_path / "big.csv.gz"
     data = ("id,name,score,code\n" + "\n".join(lines) + "\n").encode()
     path.write_bytes(gzip.compress(data, compresslevel=0))
-    assert path.stat().st_size >= fast_text.MIN_BYTES
+    assert path.stat().st_size >= ImportLimits().fast_text_bytes
     result = import_source(path)
     assert rows(result.db_path, "PRAGMA page_size") == [(arrow_writer.PAGE_SIZE,)]
     assert rows(result.db_path, "SELECT count(*), sum(id), typeof(score), max(code) FROM big") == [
@@ -221,11 +214,7 @@ def test_a_large_gzipped_csv_takes_the_fast_path(tmp_path: Path, rows: Any) -> N
     ]
 
 
-def test_stop_mid_import_keeps_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left_in_cache: Any
-) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 8192)
+def test_stop_mid_import_keeps_nothing(tmp_path: Path, left_in_cache: Any) -> None:
     path = write_csv(tmp_path / "stop.csv", "a,b", [f"{i},{i}" for i in range(200_000)])
     cancel = threading.Event()
     seen: list[int] = []
@@ -236,7 +225,7 @@ def test_stop_mid_import_keeps_nothing(
             cancel.set()
 
     with pytest.raises(ImportCancelled):
-        import_source(path, progress=progress, cancel=cancel)
+        import_source(path, progress=progress, cancel=cancel, limits=replace(FAST, block_bytes=8192))
     assert seen and 0 < max(seen) < 200_000
     assert left_in_cache() == []
     assert not [t for t in threading.enumerate() if t.name.startswith("import-")]  # joined before the raise

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sqale_desktop.core import imports
-from sqale_desktop.core.imports import fast_typed, import_source
+from sqale_desktop.core.imports import ImportLimits, fast_typed, import_source
 from tests.core.imports.test_fast_text import dump
 from tests.core.imports.test_real_files import PARQUETS
 
@@ -20,11 +20,9 @@ pytestmark = pytest.mark.usefixtures("untouched")
 def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> tuple[Any, Any, int]:
     """(general path's import, fast path's import, how many tables the fast path wrote)."""
     monkeypatch.setenv("SQALE_DESKTOP_HOME", str(home / "general"))
-    monkeypatch.setattr(fast_typed, "MIN_ROWS", 1 << 62)
-    general = import_source(path)
+    general = import_source(path, limits=ImportLimits(fast_typed_rows=1 << 62))
     general_dump = dump(general.db_path), general.summary, general.notes, general.foreign_keys
     monkeypatch.setenv("SQALE_DESKTOP_HOME", str(home / "fast"))
-    monkeypatch.setattr(fast_typed, "MIN_ROWS", 0)
     written: list[str] = []
     real_write = fast_typed.write_table
 
@@ -34,7 +32,7 @@ def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> tuple[
         return table
 
     monkeypatch.setattr(fast_typed, "write_table", spy)
-    fast = import_source(path)
+    fast = import_source(path, limits=ImportLimits(fast_typed_rows=0))
     return general_dump, (dump(fast.db_path), fast.summary, fast.notes, fast.foreign_keys), len(written)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sqale_desktop.core.imports import ImportFailed, import_source, json_source
+from sqale_desktop.core.imports import ImportFailed, ImportLimits, import_source, json_source
 
 DOCUMENTS = [
     "[]",
@@ -28,9 +28,8 @@ DOCUMENTS = [
 ]
 
 
-def read(document: str, chunk: int, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    monkeypatch.setattr(json_source, "CHUNK_CHARS", chunk)
-    return list(json_source._elements(Path("doc.json"), io.StringIO(document)))
+def read(document: str, chunk: int) -> list[Any]:
+    return list(json_source._elements(Path("doc.json"), io.StringIO(document), chunk))
 
 
 def same(a: Any, b: Any) -> bool:
@@ -46,10 +45,8 @@ def same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize("document", DOCUMENTS)
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
-def test_elements_are_what_json_loads_gives(
-    document: str, chunk: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert same(read(document, chunk, monkeypatch), json.loads(document))
+def test_elements_are_what_json_loads_gives(document: str, chunk: int) -> None:
+    assert same(read(document, chunk), json.loads(document))
 
 
 @pytest.mark.parametrize(
@@ -63,23 +60,21 @@ def test_elements_are_what_json_loads_gives(
         ("", "expected '['"),
     ],
 )
-def test_broken_arrays_say_where(document: str, says: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broken_arrays_say_where(document: str, says: str) -> None:
     with pytest.raises(ImportFailed, match=re.escape(says)):
-        read(document, 3, monkeypatch)
+        read(document, 3)
     with pytest.raises(ValueError):
         json.loads(document)  # the standard library refuses each as well
 
 
-def test_a_large_array_imports_with_progress_and_bounded_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_large_array_imports_with_progress_and_bounded_reads(tmp_path: Path) -> None:
     """Rows arrive while the file is being read: the progress reports grow with the bytes read."""
     rows = [{"id": i, "name": f"n{i}", "score": i / 8, "tags": [i % 3]} for i in range(60_000)]
     path = tmp_path / "big.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
-    monkeypatch.setattr(json_source, "CHUNK_CHARS", 64 * 1024)
     seen: list[int] = []
-    result = import_source(path, progress=lambda report: seen.append(report.bytes_done))
+    limits = ImportLimits(json_chunk_chars=64 * 1024)
+    result = import_source(path, progress=lambda report: seen.append(report.bytes_done), limits=limits)
     import sqlite3
 
     conn = sqlite3.connect(f"file:{result.db_path}?mode=ro", uri=True)

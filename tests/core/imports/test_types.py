@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqale_desktop.core.imports.types import ColumnGuess, convert_sql
+from sqale_desktop.core.imports.types import ArrowCells, ColumnGuess, TextCells, convert_sql
 
 
 def guess(cells: list[str | None], comma: bool = False, batch: int = 2) -> str:
     g = ColumnGuess(comma)
     for start in range(0, len(cells), batch):
-        g.update(cells[start : start + batch])
+        g.update(TextCells(cells[start : start + batch]))
     return g.result()
 
 
@@ -49,7 +49,7 @@ def guess_arrow(cells: list[str | None], comma: bool = False, batch: int = 2) ->
 
     g = ColumnGuess(comma)
     for start in range(0, len(cells), batch):
-        g.update_arrow(pa.array([c or None for c in cells[start : start + batch]], pa.string()))
+        g.update(ArrowCells(pa.array([c or None for c in cells[start : start + batch]], pa.string())))
     return g.result()
 
 

@@ -12,8 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqale_desktop.core.imports import fast_text, import_source
-from sqale_desktop.core.imports.types import DAY_FIRST, MONTH_FIRST, ColumnGuess, convert_sql, iso_dates_arrow
+from sqale_desktop.core.imports import ImportLimits, import_source
+from sqale_desktop.core.imports.types import (
+    DAY_FIRST,
+    MONTH_FIRST,
+    ColumnGuess,
+    TextCells,
+    convert_sql,
+    iso_dates_arrow,
+)
 from tests.core.imports.test_types import guess, guess_arrow
 
 
@@ -37,17 +44,17 @@ from tests.core.imports.test_types import guess, guess_arrow
 def test_dates_in_one_layout(cells: list[str | None], kind: str, layout: str | None) -> None:
     g = ColumnGuess()
     for start in range(0, len(cells), 2):
-        g.update(cells[start : start + 2])
+        g.update(TextCells(cells[start : start + 2]))
     assert (g.result(), g.date_layout) == (kind, layout)
     assert guess(cells) == guess_arrow(cells) == kind
 
 
 def test_the_note_says_why_a_date_column_stays_text() -> None:
     ambiguous, short, clear, words = ColumnGuess(), ColumnGuess(), ColumnGuess(), ColumnGuess()
-    ambiguous.update(["03/04/2024", "05/06/2024"])
-    short.update(["01-01-13"])
-    clear.update(["20.01.1979"])
-    words.update(["x"])
+    ambiguous.update(TextCells(["03/04/2024", "05/06/2024"]))
+    short.update(TextCells(["01-01-13"]))
+    clear.update(TextCells(["20.01.1979"]))
+    words.update(TextCells(["x"]))
     assert "day-first or month-first" in (ambiguous.note() or "")
     assert "two-digit years" in (short.note() or "")
     assert clear.note() is None and words.note() is None
@@ -90,10 +97,7 @@ def write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("fast", [False, True])
-def test_imported_dates_sort_filter_and_format(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any, fast: bool
-) -> None:
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0 if fast else 1 << 62)
+def test_imported_dates_sort_filter_and_format(tmp_path: Path, rows: Any, fast: bool) -> None:
     path = write(
         tmp_path / "people.csv",
         "name,born,seen,when\n"
@@ -101,7 +105,7 @@ def test_imported_dates_sort_filter_and_format(
         "b,5.12.1980,1/2/2025,05/06/2024\n"
         "c,,12/31/1999,\n",
     )
-    result = import_source(path)
+    result = import_source(path, limits=ImportLimits(fast_text_bytes=0 if fast else 1 << 62))
     db = result.db_path
     types = dict(rows(db, "SELECT name, type FROM pragma_table_info('people')"))
     assert types == {"name": "TEXT", "born": "DATE", "seen": "DATE", "when": "TEXT"}
@@ -117,16 +121,12 @@ def test_imported_dates_sort_filter_and_format(
     assert len(note) == 1 and "day-first or month-first" in note[0]
 
 
-def test_a_late_cell_that_settles_the_layout_converts_the_whole_column(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: Any
-) -> None:
+def test_a_late_cell_that_settles_the_layout_converts_the_whole_column(tmp_path: Path, rows: Any) -> None:
     """The fast path's first guess (here 1 KB) sees only ambiguous dates: text.  A day above 12 far
     down makes the column day-first, and every row is written again as ISO."""
-    monkeypatch.setattr(fast_text, "MIN_BYTES", 0)
-    monkeypatch.setattr(fast_text, "GUESS_BYTES", 1024)
-    monkeypatch.setattr(fast_text, "BLOCK_BYTES", 1024)
     lines = [f"{i},03/04/2024" for i in range(5000)] + ["5000,13/04/2024"]
-    result = import_source(write(tmp_path / "late.csv", "id,day\n" + "\n".join(lines) + "\n"))
+    limits = ImportLimits(fast_text_bytes=0, guess_bytes=1024, block_bytes=1024)
+    result = import_source(write(tmp_path / "late.csv", "id,day\n" + "\n".join(lines) + "\n"), limits=limits)
     assert rows(result.db_path, "SELECT type FROM pragma_table_info('late') WHERE name = 'day'") == [
         ("DATE",)
     ]
