@@ -48,6 +48,7 @@ from sqale_desktop.core.runtime import (
     Thread,
     close_engine,
 )
+from sqale_desktop.ui.stream_merge import merge_deltas
 from sqale_desktop.ui.workers import register_thread_owner
 
 log = logging.getLogger(__name__)
@@ -106,27 +107,6 @@ DRAIN_INTERVAL_MS = 40
 # GIL away on its own, 1 ms in every 4, and the UI's calls go through without waiting.
 GIL_SLICE_S = 0.004
 GIL_YIELD_S = 0.001
-
-
-def merge_deltas(items: list[Item]) -> list[Item]:
-    """Merge runs of text deltas of the same episode, turn and phase into one delta each."""
-    merged: list[Item] = []
-    for item in items:
-        last = merged[-1] if merged else None
-        if (
-            isinstance(item, EventItem)
-            and isinstance(item.event, TextDelta)
-            and isinstance(last, EventItem)
-            and isinstance(last.event, TextDelta)
-            and last.episode_id == item.episode_id
-        ):
-            a, b = last.event, item.event
-            if a.turn == b.turn and a.phase == b.phase:
-                text = TextDelta(turn=a.turn, text=a.text + b.text, phase=a.phase, tokens=a.tokens + b.tokens)
-                merged[-1] = EventItem(item.episode_id, text)
-                continue
-        merged.append(item)
-    return merged
 
 
 class AgentWorker(QObject):

@@ -14,13 +14,23 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSizeF, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSizeF,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import (
     QBrush,
     QColor,
+    QFont,
     QFontDatabase,
-    QStandardItem,
-    QStandardItemModel,
+    QFontMetrics,
     QTextCharFormat,
     QTextCursor,
     QTextOption,
@@ -33,6 +43,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
+    QStyle,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -51,6 +62,9 @@ from sqale_desktop.ui.result_model import display_value
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.sql_highlight import format_sql
 
+_Index = QModelIndex | QPersistentModelIndex
+_BINARY = (bytes, bytearray, memoryview)
+_WIDE = 1 << 20
 MAX_CARD_ROWS = 12
 MAX_CARD_COLUMN_PX = 220
 MIN_CARD_COLUMN_PX = 56
@@ -118,10 +132,15 @@ class _HeightFitter(QObject):
     does.
     """
 
-    def __init__(self, edit: QPlainTextEdit, max_lines: int) -> None:
+    def __init__(self, edit: QPlainTextEdit, max_lines: int, appends_only: bool = False) -> None:
         super().__init__(edit)
         self.edit = edit
         self.max_lines = max_lines
+        self.appends_only = appends_only
+        """The text only ever grows at its end (a streaming turn): once it is past ``max_lines`` at
+        a width, later text cannot bring it back under, so it is not measured again until the width
+        changes (measuring is a layout of the whole paragraph, per streamed batch)."""
+        self._full_at: tuple[int, int] | None = None
         edit.document().documentLayout().documentSizeChanged.connect(self.refit)
         edit.installEventFilter(self)
         self._width = -1
@@ -174,7 +193,11 @@ class _HeightFitter(QObject):
     def refit(self, _size: QSizeF | None = None) -> None:
         edit = self.edit
         self._width = edit.width()
+        key = (edit.viewport().width(), self.max_lines)
+        if self.appends_only and key == self._full_at:
+            return
         lines = self.visual_lines(self.max_lines)
+        self._full_at = key if lines > self.max_lines else None
         shown = min(self.max_lines, lines)
         policy = (
             Qt.ScrollBarPolicy.ScrollBarAsNeeded
@@ -215,7 +238,6 @@ class ThinkingBox(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         self.toggle = QToolButton(self)
-        self.toggle.setText("Thinking")
         self.toggle.setCheckable(True)
         self.toggle.setChecked(True)
         self.toggle.setArrowType(Qt.ArrowType.DownArrow)
@@ -235,12 +257,16 @@ class ThinkingBox(QWidget):
         self._think.setForeground(self.palette().placeholderText())
         self._answer = QTextCharFormat()
         self._chars = 0
-        _fit_text_height(self.text, self.MAX_LINES)
+        self._fitter = _HeightFitter(self.text, self.MAX_LINES, appends_only=True)
+        self._label_toggle("Thinking")
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self._recolour()
+        elif event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self.toggle.setMinimumSize(0, 0)  # another font: the label's room is measured anew
+            self._label_toggle(self.toggle.text())
 
     def _recolour(self) -> None:
         """The thinking's grey is a colour in the text, not a palette role: give the text written
@@ -278,10 +304,23 @@ class ThinkingBox(QWidget):
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(text, self._think if phase == "think" else self._answer)
         self._chars += len(text)
-        self.toggle.setText(f"Thinking ({self._chars:,} characters)")
-        _fit_text_height(self.text, self.MAX_LINES)
+        self._label_toggle(f"Thinking ({self._chars:,} characters)")
+        self._fitter.refit()
         bar = self.text.verticalScrollBar()
         bar.setValue(bar.maximum())
+
+    def _label_toggle(self, text: str) -> None:
+        """Relabel the disclosure without a relayout per streamed batch.
+
+        A button's new text always asks its layout for room (``updateGeometry``), and that
+        relayout climbs through the turn and the episode to the chat's scroll area.  A widget of
+        fixed size asks nothing, so the toggle is fixed at its size hint and refixed only when the
+        label needs more room (the count gained a digit).
+        """
+        self.toggle.setText(text)
+        hint = self.toggle.sizeHint()
+        if hint.width() > self.toggle.minimumWidth() or hint.height() != self.toggle.minimumHeight():
+            self.toggle.setFixedSize(max(hint.width(), self.toggle.minimumWidth()), hint.height())
 
     def plain_text(self) -> str:
         return self.text.toPlainText()
@@ -334,45 +373,108 @@ class _ColumnFitter(QObject):
                 header.resizeSection(column, wanted)
 
 
+class CardRowsModel(QAbstractTableModel):
+    """The rows of a tool result card: read-only, at most ``MAX_CARD_ROWS``, formatted once.
+
+    Every cell's text, alignment and colour are worked out when the card is built, so ``data`` is
+    a lookup; building costs no Qt object per cell (a ``QStandardItem`` per cell, each set up by
+    three calls from Python, was most of a card's cost while an answer streams; issue 32).
+    """
+
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QObject) -> None:
+        super().__init__(parent)
+        self.columns = [str(c) for c in columns]
+        width = len(self.columns)
+        shown = [tuple(row[:width]) for row in list(rows)[:MAX_CARD_ROWS]]
+        self.texts = [[display_value(value) for value in row] for row in shown]
+        self.special = [[value is None or isinstance(value, _BINARY) for value in row] for row in shown]
+        self.numbers = [[isinstance(value, int | float) for value in row] for row in shown]
+        self.numeric = [
+            all(row[c] is None or isinstance(row[c], int | float) for row in shown if c < len(row))
+            for c in range(width)
+        ]
+        """Per column: every shown value is a number or NULL (its width is never given away)."""
+        self._grey = QBrush(QColor("#8a8a8a"))
+        self.italic = QFont()
+        self.italic.setItalic(True)
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.texts)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        row, column = index.row(), index.column()
+        if not index.isValid() or row >= len(self.texts) or column >= len(self.texts[row]):
+            return None
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return self.texts[row][column]  # the tooltip: the whole value where the column is narrowed
+        if role == Qt.ItemDataRole.TextAlignmentRole and self.numbers[row][column]:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and self.special[row][column]:
+            return self._grey
+        if role == Qt.ItemDataRole.FontRole and self.special[row][column]:
+            return self.italic
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self.columns[section] if 0 <= section < len(self.columns) else None
+        return str(section + 1)
+
+    def flags(self, index: _Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def natural_widths(self, view: QTableView) -> list[int]:
+        """Each column's width for its widest shown cell or its header, as ``resizeColumnsToContents``
+        would size it, measured with the view's font metrics (at most ``MAX_CARD_ROWS`` cells a
+        column) instead of a delegate size hint per cell."""
+        plain = view.fontMetrics()
+        italic_font = QFont(view.font())
+        italic_font.setItalic(True)
+        italic = QFontMetrics(italic_font)
+        style = view.style()
+        # QCommonStyle's item text margin on each side, and the grid line the table view adds.
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+        padding = 2 * margin + (1 if view.showGrid() else 0)
+        header = view.horizontalHeader()
+        widths = []
+        for column in range(len(self.columns)):
+            widest = 0
+            for texts, special in zip(self.texts, self.special, strict=True):
+                if column < len(texts):
+                    metrics = italic if special[column] else plain
+                    # The laid-out width (an italic glyph's overhang included), as the delegate has it.
+                    widest = max(widest, metrics.boundingRect(0, 0, _WIDE, _WIDE, 0, texts[column]).width())
+            cells = widest + padding if self.texts else 0
+            widths.append(min(max(cells, header.sectionSizeHint(column)), MAX_CARD_COLUMN_PX))
+        return widths
+
+
 def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QWidget) -> QTableView:
-    """A small static table.  A C++ QStandardItemModel on purpose: painting it never calls back
-    into Python, so a card stays cheap to draw while the model streams on another thread."""
+    """A small static table over a :class:`CardRowsModel`, its columns sized from font metrics."""
     view = QTableView(parent)
-    shown = list(rows)[:MAX_CARD_ROWS]
-    model = QStandardItemModel(len(shown), len(columns), view)
-    model.setHorizontalHeaderLabels([str(c) for c in columns])
-    grey = QBrush(QColor("#8a8a8a"))
-    numeric = [True] * len(columns)
-    for r, row in enumerate(shown):
-        for c, value in enumerate(row[: len(columns)]):
-            item = QStandardItem(display_value(value))
-            item.setEditable(False)
-            item.setToolTip(item.text())  # the whole value when the column is narrowed
-            if value is not None and not isinstance(value, int | float):
-                numeric[c] = False
-            if value is None or isinstance(value, bytes | bytearray | memoryview):
-                item.setForeground(grey)
-                font = item.font()
-                font.setItalic(True)
-                item.setFont(font)
-            elif isinstance(value, int | float):
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            model.setItem(r, c, item)
+    model = CardRowsModel(columns, rows, view)
     view.setModel(model)
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.verticalHeader().setVisible(False)
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
-    view.resizeColumnsToContents()
     header = view.horizontalHeader()
-    natural = [min(header.sectionSize(column), MAX_CARD_COLUMN_PX) for column in range(len(columns))]
     header.setStretchLastSection(True)
     view.setTextElideMode(Qt.TextElideMode.ElideRight)
-    _ColumnFitter(view, natural, numeric)
+    _ColumnFitter(view, model.natural_widths(view), model.numeric)
     row_height = view.verticalHeader().defaultSectionSize()
     # Room for a horizontal scroll bar is kept below the rows: a wide result scrolls sideways
     # without the bar covering its last row.
     bar = view.horizontalScrollBar().sizeHint().height()
-    view.setFixedHeight(header.sizeHint().height() + row_height * max(1, len(shown)) + 4 + bar)
+    view.setFixedHeight(header.sizeHint().height() + row_height * max(1, model.rowCount()) + 4 + bar)
     view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return view
 
