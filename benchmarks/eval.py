@@ -50,7 +50,7 @@ def harness_overhead(cache: Path, out: Path) -> dict[str, object]:
     started = time.perf_counter()
     records = list(run.run(questions))
     seconds = time.perf_counter() - started
-    correct = sum(bool(r["correct"]) for r in records)
+    correct = sum(r.correct for r in records)
     figures: dict[str, object] = {
         "episodes": len(records),
         "correct": correct,
@@ -152,7 +152,7 @@ def server_rates(quick: bool, cache: Path, out: Path) -> dict[str, object]:
             records = list(run.run(batch))
             minutes = (time.perf_counter() - started) / 60
             rate = len(records) / minutes
-            errors = sum(r["ended_by"] == "error" for r in records)
+            errors = sum(r.ended_by == "error" for r in records)
             figures[f"concurrency_{concurrency}"] = {
                 "episodes": len(records), "errors": errors, "episodes_per_minute": round(rate, 1),
             }  # fmt: skip

@@ -15,18 +15,22 @@ Exit status: 0 an answer was found, 1 no answer / an engine or database error / 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands.engine_flags import (
+    add_engine_flags,
+    add_settings_flags,
+    engine_flags,
+    settings_from,
+)
 from sqale_desktop.core.agent.events import (
     BudgetUpdated,
     Episode,
@@ -43,7 +47,6 @@ from sqale_desktop.core.agent.loop import EpisodeControl
 from sqale_desktop.core.db.render import render_cell
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.export_formats import json_text
-from sqale_desktop.core.runtime import COMMAND_ENGINES
 from sqale_desktop.core.server_usage import usage_line
 
 if TYPE_CHECKING:
@@ -52,7 +55,6 @@ if TYPE_CHECKING:
     from sqale_desktop.core.runtime import Runtime
     from sqale_desktop.core.settings import Settings
 
-API_KEY_ENV = "SQALE_DESKTOP_API_KEY"
 PRINTED_ROWS = 20
 
 
@@ -66,32 +68,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     ask.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
     ask.add_argument("--question", required=True, metavar="TEXT", help="the question, in plain language")
-    ask.add_argument(
-        "--model",
-        metavar="GGUF_PATH",
-        help="GGUF model file (for --engine llama; default: the installed model the app uses)",
-    )
-    ask.add_argument(
-        "--engine",
-        choices=COMMAND_ENGINES,
-        help="llama: the model in-process (default); openai: an OpenAI-compatible server "
-        "(--base-url); replay: scripted completions (--replay)",
-    )
-    ask.add_argument("--replay", metavar="FILE", help="JSON list of completions, or a recorded episode")
-    ask.add_argument(
-        "--base-url",
-        metavar="URL",
-        help=f"OpenAI-compatible server, e.g. http://127.0.0.1:8000 (API key from ${API_KEY_ENV} "
-        "or the keyring)",
-    )
-    ask.add_argument(
-        "--server-model", metavar="NAME", help="model name to ask the server for (default: its first)"
-    )
-    ask.add_argument(
-        "--model-dir",
-        metavar="DIR",
-        help="folder with the model's sqale_agent.py and generation_config.json (default: the GGUF's folder)",
-    )
+    add_engine_flags(ask, servers=False, replay_help="JSON list of completions, or a recorded episode")
     add_settings_flags(ask)
     ask.add_argument("--trace", action="store_true", help="print thinking, calls and results as they stream")
     ask.add_argument("--json", action="store_true", help="print the finished episode as JSON")
@@ -109,57 +86,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "conversation, as a question asked in the window does)",
     )
     ask.set_defaults(handler=run_ask)
-
-
-def add_settings_flags(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
-    """Flags over the app's settings: without them a command runs as the window would
-    (``limits``: also the query time limit and the answer's row cap)."""
-    group = parser.add_argument_group(
-        "settings", "default: the app's settings (Settings dialog), so the CLI answers as the window does"
-    )
-    group.add_argument("--temperature", type=_non_negative(float), metavar="T")
-    group.add_argument("--top-p", type=_non_negative(float), metavar="P")
-    group.add_argument("--top-k", type=_non_negative(int), metavar="K")
-    group.add_argument("--min-p", type=_non_negative(float), metavar="P")
-    group.add_argument(
-        "--n-ctx", type=_positive(int), metavar="TOKENS", help="context window of the llama engine"
-    )
-    group.add_argument(
-        "--gpu-layers", type=_gpu_layers, metavar="N|auto|all|none", help="layers offloaded to the GPU"
-    )
-    group.add_argument(
-        "--threads", type=_non_negative(int), metavar="N", help="CPU threads (0: one per core)"
-    )
-    group.add_argument(
-        "--speculation", choices=("off", "on", "auto"), help="prompt-lookup speculative decoding (llama)"
-    )
-    if not limits:
-        return
-    group.add_argument("--time-limit", type=_positive(float), metavar="SECONDS", help="per query")
-    group.add_argument("--max-rows", type=_positive(int), metavar="N", help="rows kept of the answer")
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The app's settings (a note on stderr when the file was unusable) with the flags over them."""
-    from sqale_desktop.core.settings import load as load_settings
-
-    loaded = load_settings()
-    if loaded.note:
-        print(f"note: {loaded.note}", file=sys.stderr)
-    flags = {
-        "temperature": "temperature",
-        "top_p": "top_p",
-        "top_k": "top_k",
-        "min_p": "min_p",
-        "n_ctx": "n_ctx",
-        "gpu_layers": "gpu_layers",
-        "n_threads": "threads",
-        "speculation": "speculation",
-        "query_time_limit_s": "time_limit",
-        "max_rows": "max_rows",
-    }
-    given = {field: getattr(args, flag, None) for field, flag in flags.items()}
-    return dataclasses.replace(loaded.settings, **{k: v for k, v in given.items() if v is not None})
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -276,18 +202,9 @@ class _HistoryLog:
 
 def _runtime(args: argparse.Namespace, settings: Settings) -> Runtime:
     """``core.runtime.choose`` for the flags: the engine they name, else the settings' one."""
-    from sqale_desktop.core.runtime import EngineFlags, choose
+    from sqale_desktop.core.runtime import choose
 
-    flags = EngineFlags(
-        engine=args.engine,
-        model=Path(args.model) if args.model else None,
-        model_dir=Path(args.model_dir) if args.model_dir else None,
-        base_url=args.base_url,
-        server_model=args.server_model,
-        api_key=_api_key,
-        replay=Path(args.replay) if args.replay else None,
-    )
-    return choose(settings, flags)
+    return choose(settings, engine_flags(args))
 
 
 def _follow_up_ref(text: str) -> int | str:
@@ -317,53 +234,6 @@ def _thread(ref: int | str, db_path: Path, model: str) -> tuple[int, Thread]:
     else:
         entry_id = int(ref)
     return entry_id, history.thread(entry_id, db_path, model)
-
-
-def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names the type in its message
-    return parse
-
-
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0: {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def _gpu_layers(text: str) -> int | str:
-    if text in ("auto", "all", "none"):
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"auto, all, none or a number of layers, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-def _api_key() -> str | None:
-    """The server's API key: the environment first (scripts), then the keyring (the app's store)."""
-    key = os.environ.get(API_KEY_ENV)
-    if key:
-        return key
-    try:
-        from sqale_desktop.core import secrets
-
-        return secrets.get_secret(secrets.SERVER_API_KEY)
-    except Exception:  # no keyring, a locked one, or none installed: run without a key
-        return None
 
 
 @contextmanager

@@ -20,11 +20,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from sqale_desktop.commands.agent_commands import add_settings_flags
-from sqale_desktop.core.runtime import COMMAND_ENGINES
+from sqale_desktop.commands.engine_flags import (
+    add_engine_flags,
+    add_settings_flags,
+    base_urls,
+    engine_flags,
+    settings_from,
+)
 
 if TYPE_CHECKING:
-    from sqale_desktop.core.runtime import Runtime
+    from sqale_desktop.core.eval.prepare import PreparedRun
 
 FORMAT_CHOICES = ("plain", "spider", "bird", "sqale")
 METRIC_CHOICES = ("sqale", "spider", "bird")
@@ -62,30 +67,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "question was run, 1 stopped early, an episode ended in an engine or database error, or another "
         "known problem, 2 bad usage.",
     )
-    _question_args(p)
-    p.add_argument(
-        "--engine",
-        choices=COMMAND_ENGINES,
-        help="llama: the model in-process (default), one episode at a time; openai: OpenAI-compatible "
-        "server(s) (--base-url); replay: scripted completions (--replay)",
-    )
-    p.add_argument(
-        "--model", metavar="GGUF_PATH", help="GGUF model file (llama; default: the installed model)"
-    )
-    p.add_argument(
-        "--model-dir", metavar="DIR", help="folder with the model's sqale_agent.py (default: the GGUF's)"
-    )
-    p.add_argument(
-        "--base-url",
-        action="append",
-        metavar="URL",
-        help="OpenAI-compatible server; repeat to spread episodes over several servers",
-    )
-    p.add_argument("--server-model", metavar="NAME", help="model name to ask the servers for")
-    p.add_argument(
-        "--replay",
-        metavar="FILE",
-        help='replay scripts: JSON {"<id>": [completions]} or JSON Lines {"id", "completions"}; '
+    _question_args(p, conversational=True)
+    add_engine_flags(
+        p,
+        servers=True,
+        replay_help='replay scripts: JSON {"<id>": [completions]} or JSON Lines {"id", "completions"}; '
         "the word 'gold' submits each gold query (a self-check of the harness)",
     )
     p.add_argument("--concurrency", type=int, default=1, metavar="N", help="episodes at once (1)")
@@ -95,8 +81,22 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="gold|distractors:K|full",
         help="schema size: the gold tables only, plus K distractor tables (32), or the full schema (default)",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
-    p.add_argument("--sample", type=int, metavar="N", help="a random sample of N questions (--seed)")
+    p.add_argument(
+        "--follow-ups",
+        metavar="standalone,continued,carried",
+        help="a conversational set's follow-ups: each utterance alone, continued on the previous "
+        "answer's thread (default), or carried as text in a new episode; several, comma-separated, "
+        "run one after the other",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="only the first N questions (interactions of a conversational set)",
+    )
+    p.add_argument(
+        "--sample", type=int, metavar="N", help="a random sample of N questions or interactions (--seed)"
+    )
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed for --sample and distractors (0)")
     p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: ./sqale-eval-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a run: finished questions are not run again")
@@ -117,7 +117,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "report",
         help="write report.md and a self-contained report.html for a run folder",
         description="Summarise a run: accuracy per condition with 95 % Wilson intervals, how episodes "
-        "ended, tool calls, rounds, exploration, time and tokens, with charts and the run's settings.",
+        "ended, tool calls, rounds, exploration, time and tokens, with charts and the run's settings; "
+        "for a conversational set also accuracy per turn position and tokens evaluated per follow-up.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by 'eval run'")
     p.set_defaults(handler=run_report)
@@ -134,14 +135,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=run_compare)
 
 
-def _question_args(p: argparse.ArgumentParser) -> None:
+def _question_args(p: argparse.ArgumentParser, *, conversational: bool = False) -> None:
     p.add_argument(
         "questions",
         metavar="QUESTIONS",
         help="question set: questions.json/.jsonl, Spider or BIRD dev.json, SQaLe Queries parquet "
-        "(file, folder or hub id)",
+        "(file, folder or hub id)" + (", or a SParC/CoSQL conversational set" if conversational else ""),
     )
-    p.add_argument("--format", choices=FORMAT_CHOICES, help="question-set format (default: detected)")
+    formats = (*FORMAT_CHOICES, "sparc") if conversational else FORMAT_CHOICES
+    p.add_argument("--format", choices=formats, help="question-set format (default: detected)")
     p.add_argument(
         "--schemas",
         metavar="PATH",
@@ -154,6 +156,12 @@ def _question_args(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="SQaLe phrasing: verbose, evidence_supported (default), casual, ...",
     )
+    if conversational:
+        p.add_argument(
+            "--databases",
+            metavar="DIR",
+            help="folder a conversational set's database paths are relative to (default: the set's folder)",
+        )
 
 
 def _metric_arg(p: argparse.ArgumentParser) -> None:
@@ -218,178 +226,53 @@ def _print_score(summary: dict[str, Any]) -> None:
             print(f"  {entry['id']}: gold query failed: {entry['gold_error']}")
 
 
-class _Usage(Exception):
-    """Options that cannot work together; the message says which."""
-
-
 def run_run(args: argparse.Namespace) -> int:
     from sqale_desktop.core.errors import KnownError
-    from sqale_desktop.core.eval.conditions import ConditionError, parse_condition
-    from sqale_desktop.core.runtime import ChoiceError
-
-    try:
-        condition = parse_condition(args.condition)
-        if args.concurrency < 1:
-            raise _Usage("--concurrency must be at least 1")
-        if args.out and args.resume and Path(args.out) != Path(args.resume):
-            raise _Usage("give --out or --resume, not both")
-        runtime = _runtime(args)
-        qset = _load_questions(args)
-        qset.select(limit=args.limit, sample=args.sample, seed=args.seed)
-        run_dir = _run_dir(args)
-    except (_Usage, ConditionError, ChoiceError) as exc:
-        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KnownError as exc:  # an unreadable question set
-        print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    if not runtime.concurrent and args.concurrency > 1:
-        print(f"note: the in-process {runtime.kind} engine runs one episode at a time", file=sys.stderr)
-        args.concurrency = 1
-    from sqale_desktop.core.eval.engines import open_engines
-
-    with ExitStack() as stack:  # the run's engines are closed when it is over
-        try:
-            engines = open_engines(
-                runtime, stack, base_urls=args.base_url or (), replay=args.replay,
-                model=Path(args.model) if args.model else None, parameters=args.params,
-            )  # fmt: skip
-        except KnownError as exc:  # a replay file or a model that cannot be read
-            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        try:
-            _write_run_json(run_dir, args, qset, condition, runtime.kind, engines.facts, engines.protocol)
-        except _Usage as exc:
-            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        return _execute(run_dir, args, qset, condition, engines.engine_for, engines.facts, runtime)
-
-
-def _run_dir(args: argparse.Namespace) -> Path:
-    if args.resume:
-        path = Path(args.resume)
-        if not (path / "run.json").is_file():
-            raise _Usage(f"{path} is not a run folder (no run.json)")
-        return path
-    if args.out:
-        path = Path(args.out)
-        if (path / "episodes.jsonl").exists():
-            raise _Usage(f"{path} already holds a run: use --resume {path} to continue it")
-        return path
-    from sqale_desktop.core.eval.run_settings import now
-
-    return Path(f"sqale-eval-{now().replace(':', '').replace('+0000', 'Z')}")
-
-
-def _runtime(args: argparse.Namespace) -> Runtime:
-    """``core.runtime.choose`` over the app's settings with the flags over them, as ``ask`` does."""
-    from sqale_desktop.commands.agent_commands import _api_key, settings_from
-    from sqale_desktop.core.runtime import EngineFlags, choose
-
-    flags = EngineFlags(
-        engine=args.engine,
-        model=Path(args.model) if args.model else None,
-        model_dir=Path(args.model_dir) if args.model_dir else None,
-        base_url=args.base_url[0] if args.base_url else None,
-        server_model=args.server_model,
-        api_key=_api_key,
-        replay=Path(args.replay) if args.replay else None,
-    )
-    return choose(settings_from(args), flags)
-
-
-def _write_run_json(
-    run_dir: Path,
-    args: argparse.Namespace,
-    qset: Any,
-    condition: Any,
-    kind: str,
-    engine: dict[str, Any],
-    protocol: Any,
-) -> None:
-    from sqale_desktop import __version__
-    from sqale_desktop.core.eval.run_settings import machine, now, protocol_facts
-
-    settings = {
-        "questions": str(Path(qset.source).resolve()) if Path(qset.source).exists() else qset.source,
-        "format": qset.format,
-        "phrasing": qset.phrasing,
-        "question_count": len(qset.questions),
-        "notes": qset.notes,
-        "condition": condition.label,
-        "metric": args.metric,
-        "seed": args.seed,
-        "limit": args.limit,
-        "sample": args.sample,
-    }
-    path = run_dir / "run.json"
-    if args.resume:
-        from sqale_desktop.core.eval.harness import RunFileError, read_run_json
-
-        try:
-            old = read_run_json(run_dir)
-        except RunFileError as exc:
-            raise _Usage(str(exc)) from None
-        for key in ("questions", "condition", "metric", "seed", "phrasing"):
-            if old.get("settings", {}).get(key) != settings[key]:
-                raise _Usage(
-                    f"--resume {run_dir}: the run used {key} {old.get('settings', {}).get(key)!r}, "
-                    f"not {settings[key]!r}"
-                )
-        old.setdefault("resumed", []).append(now())
-        path.write_text(json.dumps(old, indent=2, ensure_ascii=False), encoding="utf-8")
-        return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    document = {
-        "app_version": __version__,
-        "started": now(),
-        "settings": settings,
-        "engine": engine,
-        "concurrency": args.concurrency,
-        "protocol": protocol_facts(protocol),
-        "machine": machine(),
-    }
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-
-
-def _execute(
-    run_dir: Path,
-    args: argparse.Namespace,
-    qset: Any,
-    condition: Any,
-    engine_for: Any,
-    engine: dict[str, Any],
-    runtime: Runtime,
-) -> int:
-    from sqale_desktop.core.eval.harness import EvalRun, RunOptions, ServerUnreachable, finished_keys
+    from sqale_desktop.core.eval.prepare import RunRequest, RunUsageError, prepare_run
     from sqale_desktop.core.paths import cache_dir
 
-    options = RunOptions(
-        metric=args.metric,
-        condition=condition,
-        seed=args.seed,
-        concurrency=args.concurrency,
-        time_limit_s=args.timeout,
-        parameters=engine.get("parameters"),
-    )
-    run = EvalRun(
-        run_dir, engine_for, runtime.episode, runtime.open_database, options,
-        cache=cache_dir() / "eval" / "reduced",
+    request = RunRequest(
+        questions=args.questions, format=args.format, phrasing=args.phrasing, schemas=args.schemas,
+        split=args.split, condition=args.condition, follow_ups=args.follow_ups,
+        databases=Path(args.databases) if args.databases else None, metric=args.metric, seed=args.seed,
+        limit=args.limit, sample=args.sample, concurrency=args.concurrency, time_limit_s=args.timeout,
+        parameters=args.params, out=Path(args.out) if args.out else None,
+        resume=Path(args.resume) if args.resume else None, base_urls=base_urls(args),
+        replay=args.replay, model=Path(args.model) if args.model else None,
     )  # fmt: skip
-    done = finished_keys(run_dir)
-    todo = sum(1 for q in qset.questions if q.key not in done)
-    print(f"run folder: {run_dir} ({todo} of {len(qset.questions)} questions to run)", file=sys.stderr)
-    bar = _progress(todo)
+    settings = settings_from(args)
+    with ExitStack() as stack:  # the run's engines are closed when it is over
+        try:
+            prepared = prepare_run(
+                request, settings, engine_flags(args), stack, cache=cache_dir() / "eval" / "reduced",
+                note=lambda line: print(f"note: {line}", file=sys.stderr),
+            )  # fmt: skip
+        except RunUsageError as exc:
+            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KnownError as exc:  # an unreadable question set, replay file or model
+            print(f"sqale-desktop eval run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        return _execute(prepared)
+
+
+def _execute(prepared: PreparedRun) -> int:
+    from sqale_desktop.core.eval.harness import ServerUnreachable
+
+    run, run_dir = prepared.run, prepared.run_dir
+    what = "turns" if prepared.follow_ups else "questions"
+    print(f"run folder: {run_dir} ({prepared.todo} of {prepared.total} {what} to run)", file=sys.stderr)
+    bar = _progress(prepared.todo)
     correct = count = 0
     errors: list[str] = []
     started = time.monotonic()
     with _cancel_on_ctrl_c(run):
         try:
-            for record in run.run(qset.questions):
+            for record in prepared.records():
                 count += 1
-                correct += bool(record["correct"])
-                if record["ended_by"] == "error":
-                    errors.append(f"{record['id']}: {record['error']}")
+                correct += record.correct
+                if record.ended_by == "error":
+                    errors.append(f"{record.id}: {record.error}")
                 if bar is not None:
                     minutes = max(time.monotonic() - started, 1e-9) / 60
                     bar.set_postfix(acc=f"{100 * correct / count:.1f}%", ep_min=f"{count / minutes:.1f}")
@@ -421,13 +304,8 @@ def _execute(
 def _record_usage(run_dir: Path) -> None:
     """``run.json``'s ``usage``: the tokens the server reported for the run's episodes and their
     cost at the configured prices, updated whenever a session of the run ends (a stop included)."""
-    from sqale_desktop.core.eval.harness import (
-        RUN_FILE,
-        RunFileError,
-        read_episodes,
-        read_run_json,
-        usage_totals,
-    )
+    from sqale_desktop.core.eval.harness import RUN_FILE, RunFileError, read_run_json
+    from sqale_desktop.core.eval.records import read_episodes, usage_totals
     from sqale_desktop.core.server_usage import Prices, ServerUsage, usage_line
 
     totals = usage_totals(read_episodes(run_dir))

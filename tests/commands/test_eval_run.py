@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop import cli
-from sqale_desktop.core.eval.harness import read_episodes
+from sqale_desktop.core.eval.records import read_episodes
 from tests.helpers import shared_data
 
 

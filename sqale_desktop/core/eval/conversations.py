@@ -6,37 +6,36 @@ too), with ``database/<db_id>/<db_id>.sqlite`` beside the file as in Spider.  An
 name its database file instead (``"db_path"``, relative to the file): the hand-written set over
 the shared sample databases does, relative to the folder given as ``databases``.
 
-A condition chooses how each utterance after the first is asked (``core.agent.followup``):
+A follow-up condition chooses how each utterance after the first is asked
+(``core.agent.followup``):
 
 ``standalone``  each utterance alone, as a plain Ask (today's behaviour before follow-ups);
 ``continued``   a follow-up on the previous answer's thread (carried where it would not fit);
 ``carried``     a follow-up in the carried form: a fresh episode whose question carries the
                 earlier utterances and their final SQL as text.
 
-Each turn is scored by execution against its gold query (``metrics.results_match``, Spider's
-rules by default), and :func:`summarise` gives execution accuracy per turn position and the
-tokens evaluated per follow-up, per condition.  A turn whose episode was stopped or failed is
+The evaluation harness (``EvalRun.run_conversations``) asks each turn as a question of its own
+(:func:`turn_question`) on the thread :func:`follow_up_parent` gives, and scores it by execution
+like any question; :func:`summarise` reads the saved turns back into execution accuracy per turn
+position and the tokens evaluated per follow-up, per condition.  A turn whose episode failed is
 scored wrong and the thread goes on from the last answer that finished.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from sqale_desktop.core import json_input
-from sqale_desktop.core.agent.events import Episode, EpisodeEnded
+from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.agent.followup import Thread
-from sqale_desktop.core.eval.metrics import Metric, prepare_sql, results_match
-from sqale_desktop.core.eval.question_types import QuestionSetError
+from sqale_desktop.core.eval.question_types import EvalQuestion, QuestionSetError
 from sqale_desktop.core.json_input import JsonInputError
 
-Condition = Literal["standalone", "continued", "carried"]
-CONDITIONS: tuple[Condition, ...] = ("standalone", "continued", "carried")
-GOLD_ROWS = 100_000
+FollowUps = Literal["standalone", "continued", "carried"]
+FOLLOW_UPS: tuple[FollowUps, ...] = ("standalone", "continued", "carried")
 
 
 @dataclass(frozen=True)
@@ -53,19 +52,6 @@ class Interaction:
     db_id: str
     db_path: Path
     turns: tuple[Turn, ...]
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """One asked utterance: how it was asked, whether its answer matched, what it evaluated."""
-
-    interaction: str
-    position: int  # 1-based
-    condition: Condition
-    form: str  # "standalone", "continued" or "carried": how the loop actually asked it
-    correct: bool
-    evaluated_tokens: int
-    sql: str | None
 
 
 def load_conversations(path: Path, databases: Path | None = None) -> tuple[list[Interaction], list[str]]:
@@ -116,82 +102,73 @@ def _interaction(path: Path, base: Path, index: int, record: Any) -> Interaction
     return Interaction(str(record.get("id", index)), db_id, db_path.resolve(), tuple(parsed))
 
 
-def run_interaction(
-    episode_fn: Any,
-    engine: Any,
-    db: Any,
-    interaction: Interaction,
-    condition: Condition,
-    cancel: threading.Event,
-    metric: Metric = "spider",
-) -> Iterator[TurnResult]:
-    """Ask the interaction's utterances in order under ``condition``; one result per utterance.
-
-    ``episode_fn`` is the runtime's episode function (``core.runtime.EpisodeFn``), so follow-ups
-    are built exactly as the window and ``ask --follow-up`` build them.
-    """
-    last: Episode | None = None
-    for position, turn in enumerate(interaction.turns, start=1):
-        parent = None
-        if condition != "standalone" and last is not None:
-            parent = Thread.of(last, carry=condition == "carried")
-        episode = _episode(episode_fn(engine, db, turn.utterance, cancel, parent=parent))
-        if episode.ended_by not in ("cancelled", "error"):
-            last = episode
-        yield TurnResult(
-            interaction=interaction.id,
-            position=position,
-            condition=condition,
-            form=episode.follow_up or "standalone",
-            correct=episode.ended_by not in ("cancelled", "error")
-            and matches(db, turn.gold_sql, episode.sql, metric),
-            evaluated_tokens=episode.stats.evaluated_tokens,
-            sql=episode.sql,
-        )
+def parse_follow_ups(text: str) -> list[FollowUps]:
+    """``standalone``, ``continued``, ``carried`` or several of them, comma-separated, in order;
+    :class:`ValueError` names what is not one of them."""
+    chosen: list[FollowUps] = []
+    for word in (part.strip() for part in text.split(",")):
+        known = next((name for name in FOLLOW_UPS if name == word), None)
+        if known is None:
+            raise ValueError(f"unknown follow-up condition {word!r} (standalone, continued or carried)")
+        if known not in chosen:
+            chosen.append(known)
+    return chosen
 
 
-def _episode(events: Iterator[Any]) -> Episode:
-    for event in events:
-        if isinstance(event, EpisodeEnded):
-            return event.episode
-    raise RuntimeError("the episode ended without an EpisodeEnded event")
+def turn_question(interaction: Interaction, position: int) -> EvalQuestion:
+    """The ``position``-th utterance (1-based) as a question: its id is ``<interaction>/<position>``
+    (what replay scripts and resumed runs name it by)."""
+    turn = interaction.turns[position - 1]
+    return EvalQuestion(
+        f"{interaction.id}/{position}",
+        interaction.db_id,
+        interaction.db_path,
+        turn.utterance,
+        turn.gold_sql,
+    )
 
 
-def matches(db: Any, gold_sql: str, sql: str | None, metric: Metric = "spider") -> bool:
-    """Whether ``sql`` returns what ``gold_sql`` returns on ``db`` (read-only), under ``metric``."""
-    if not sql:
-        return False
-    try:
-        gold = db.execute(prepare_sql(metric, gold_sql), max_rows=GOLD_ROWS).rows
-        pred = db.execute(prepare_sql(metric, sql), max_rows=GOLD_ROWS).rows
-    except Exception:  # a prediction that does not run is simply wrong
-        return False
-    return results_match(metric, gold_sql, [tuple(r) for r in gold], [tuple(r) for r in pred])
+def turn_keys(interaction: Interaction) -> list[str]:
+    """The ids of an interaction's turns (:func:`turn_question`'s), in order."""
+    return [turn_question(interaction, p).key for p in range(1, len(interaction.turns) + 1)]
 
 
-def summarise(results: Sequence[TurnResult]) -> dict[str, Any]:
-    """Per condition: execution accuracy per turn position, and mean tokens evaluated per follow-up
-    (turns after the first), with how many follow-ups each form took."""
+def follow_up_parent(condition: FollowUps, last: Episode | None) -> Thread | None:
+    """The thread the next utterance follows up under ``condition``: none when standalone or
+    before any answer finished, else the last finished answer's (to be carried when ``carried``)."""
+    if condition == "standalone" or last is None:
+        return None
+    return Thread.of(last, carry=condition == "carried")
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per follow-up condition of a run's turn records (``episodes.jsonl``, the last line per
+    turn): execution accuracy per turn position, and mean tokens evaluated per follow-up (turns
+    after the first), with how many follow-ups each form took."""
+    turns = [r for r in records if isinstance(r.get("turn"), int) and r.get("condition") in FOLLOW_UPS]
     summary: dict[str, Any] = {}
-    for condition in CONDITIONS:
-        mine = [r for r in results if r.condition == condition]
+    for condition in FOLLOW_UPS:
+        mine = [r for r in turns if r["condition"] == condition]
         if not mine:
             continue
         positions: dict[str, Any] = {}
-        for position in sorted({r.position for r in mine}):
-            at = [r for r in mine if r.position == position]
-            positions[str(position)] = {"n": len(at), "accuracy": sum(r.correct for r in at) / len(at)}
-        follow_ups = [r for r in mine if r.position > 1]
+        for position in sorted({r["turn"] for r in mine}):
+            at = [r for r in mine if r["turn"] == position]
+            positions[str(position)] = {
+                "n": len(at),
+                "accuracy": sum(bool(r["correct"]) for r in at) / len(at),
+            }
+        follow_ups = [r for r in mine if r["turn"] > 1]
         forms: dict[str, int] = {}
-        for result in follow_ups:
-            forms[result.form] = forms.get(result.form, 0) + 1
+        for record in follow_ups:
+            form = str(record.get("follow_up"))
+            forms[form] = forms.get(form, 0) + 1
+        evaluated = [int(r["tokens"]["evaluated"]) for r in follow_ups]
         summary[condition] = {
             "turns": len(mine),
-            "accuracy": sum(r.correct for r in mine) / len(mine),
+            "accuracy": sum(bool(r["correct"]) for r in mine) / len(mine),
             "by_position": positions,
-            "evaluated_tokens_per_follow_up": (
-                sum(r.evaluated_tokens for r in follow_ups) / len(follow_ups) if follow_ups else None
-            ),
+            "evaluated_tokens_per_follow_up": sum(evaluated) / len(evaluated) if evaluated else None,
             "follow_up_forms": forms,
         }
     return summary

@@ -9,11 +9,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqale_desktop.core.errors import KnownError
 
-Format = Literal["plain", "spider", "bird", "sqale"]
+Format = Literal["plain", "spider", "bird", "sqale", "sparc"]
+"""``sparc``: a conversational set (SParC / CoSQL layout), read by ``conversations``."""
+
+T = TypeVar("T")
 
 
 class QuestionSetError(KnownError):
@@ -49,8 +52,13 @@ class QuestionSet:
 
     def select(self, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> None:
         """Keep a random ``sample`` (seeded, in file order) and/or the first ``limit`` questions."""
-        if sample is not None and sample < len(self.questions):
-            chosen = sorted(random.Random(seed).sample(range(len(self.questions)), sample))
-            self.questions = [self.questions[i] for i in chosen]
-        if limit is not None:
-            self.questions = self.questions[:limit]
+        self.questions = select(self.questions, limit=limit, sample=sample, seed=seed)
+
+
+def select(items: list[T], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[T]:
+    """A random ``sample`` of ``items`` (seeded, in their order) and/or the first ``limit``: the
+    questions of a set, or the interactions of a conversational one."""
+    if sample is not None and sample < len(items):
+        chosen = sorted(random.Random(seed).sample(range(len(items)), sample))
+        items = [items[i] for i in chosen]
+    return items if limit is None else items[:limit]

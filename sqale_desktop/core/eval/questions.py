@@ -9,6 +9,8 @@
   ``evidence_supported`` phrasing does it, ``<question>, evidence: <evidence>``, and the set
   records that choice in ``phrasing``.
 * ``sqale``: the SQaLe release's Queries and Schemas parquet files (see :mod:`.sqale_release`).
+* ``sparc``: a conversational set (SParC / CoSQL layout) is recognised here but read by
+  :mod:`.conversations`: its utterances are asked in order, not one by one.
 
 A question whose database file is missing is skipped and counted in ``notes``: a question set
 copied without all of its databases (as ``../shared/data`` holds 972 of Spider's 1,034 dev
@@ -28,7 +30,7 @@ from sqale_desktop.core.eval.question_types import QuestionSet as QuestionSet
 from sqale_desktop.core.eval.question_types import QuestionSetError as QuestionSetError
 from sqale_desktop.core.json_input import JsonInputError
 
-FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale")
+FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale", "sparc")
 BIRD_PHRASING = "evidence_supported"
 
 
@@ -44,6 +46,8 @@ def detect_format(path: Path) -> Format:
     if path.suffix == ".parquet":
         return "sqale"
     first = _first_record(path)
+    if "interaction" in first and ("database_id" in first or "db_id" in first):
+        return "sparc"
     if "gold_sql" in first and "db_path" in first:
         return "plain"
     if "SQL" in first and "db_id" in first:
@@ -76,15 +80,26 @@ def load_question_set(
     fmt = fmt or detect_format(path)
     if fmt == "sqale":
         return sqale_release.load(text, schemas=schemas, phrasing=phrasing, split=split)
-    if path.is_dir():
-        candidates = [path / "questions.json", path / "questions.jsonl", path / "dev.json"]
-        path = next((c for c in candidates if c.is_file()), path / "dev.json")
+    path = question_file(path)
+    if fmt == "sparc":
+        raise QuestionSetError(
+            f"{path} is a conversational set (SParC/CoSQL layout): 'eval run' asks its "
+            "interactions turn by turn; it has no single questions to score"
+        )
     records = _records(path)
     if fmt == "plain":
         return _plain(path, records)
     if fmt == "spider":
         return _spider(path, records)
     return _bird(path, records)
+
+
+def question_file(path: Path) -> Path:
+    """The file of a set given as a folder (its questions.json, questions.jsonl or dev.json)."""
+    if not path.is_dir():
+        return path
+    candidates = [path / "questions.json", path / "questions.jsonl", path / "dev.json"]
+    return next((c for c in candidates if c.is_file()), path / "dev.json")
 
 
 def _imported(db_path: Path) -> Path:

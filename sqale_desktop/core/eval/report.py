@@ -7,6 +7,9 @@ last recorded episode (a resumed run may hold an earlier errored attempt).  Char
 matplotlib (Agg backend, no display needed) and embedded in the HTML as base64 PNG, so the file
 opens anywhere without a network; ``report.md`` links the same PNGs, written next to it.
 
+A run over a conversational set also gets, per follow-up condition, execution accuracy at each turn
+position and the tokens evaluated per follow-up (``conversations.summarise``).
+
 ``compare_runs`` pairs two runs by question and condition and tests the accuracy difference
 with McNemar's test (:mod:`.stats`), listing the questions that flipped.
 """
@@ -25,14 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.errors import KnownError
-from sqale_desktop.core.eval.harness import (
-    RUN_FILE,
-    RunFileError,
-    latest_by_question,
-    read_episodes,
-    read_run_json,
-    usage_totals,
-)
+from sqale_desktop.core.eval import conversations
+from sqale_desktop.core.eval.harness import RUN_FILE, RunFileError, read_run_json
+from sqale_desktop.core.eval.records import latest_by_question, read_episodes, usage_totals
 from sqale_desktop.core.eval.stats import McNemar, mcnemar, wilson
 from sqale_desktop.core.server_usage import format_usd
 
@@ -70,7 +68,9 @@ class RunSummary:
     settings: dict[str, Any]
     conditions: list[ConditionSummary] = field(default_factory=list)
     usage: dict[str, Any] | None = None
-    """The server-reported tokens and their cost, summed over the run (``harness.usage_totals``)."""
+    """The server-reported tokens and their cost, summed over the run (``records.usage_totals``)."""
+    turns: dict[str, Any] = field(default_factory=dict)
+    """A conversational set's figures per follow-up condition (``conversations.summarise``)."""
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -90,7 +90,9 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def summarise(run_dir: Path) -> RunSummary:
     settings, records = load_run(run_dir)
-    summary = RunSummary(run_dir, settings, usage=usage_totals(records))
+    summary = RunSummary(
+        run_dir, settings, usage=usage_totals(records), turns=conversations.summarise(records)
+    )
     by_condition: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_condition.setdefault(str(record.get("condition")), []).append(record)
@@ -166,6 +168,27 @@ def table_rows(summary: RunSummary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def turn_rows(summary: RunSummary) -> tuple[list[str], list[list[str]]]:
+    """A conversational set's figures per follow-up condition: accuracy at each turn position and
+    the tokens evaluated per follow-up (none for a run of single questions)."""
+    if not summary.turns:
+        return [], []
+    positions = sorted({int(p) for figures in summary.turns.values() for p in figures["by_position"]})
+    header = ["follow-ups", "turns", *(f"turn {p} accuracy" for p in positions)]
+    header += ["evaluated tokens / follow-up", "follow-ups asked"]
+    rows = []
+    for condition, figures in summary.turns.items():
+        cells = [condition, str(figures["turns"])]
+        for position in positions:
+            at = figures["by_position"].get(str(position))
+            cells.append("–" if at is None else f"{100 * at['accuracy']:.1f} % (n={at['n']})")
+        cells.append(_fmt(figures["evaluated_tokens_per_follow_up"], 0))
+        forms = figures["follow_up_forms"]
+        cells.append(", ".join(f"{form} {n}" for form, n in sorted(forms.items())) or "–")
+        rows.append(cells)
+    return header, rows
+
+
 def usage_lines(usage: dict[str, Any] | None) -> list[str]:
     """The report's words for the run's server usage; none for a run on a local model."""
     if not usage:
@@ -206,6 +229,7 @@ def settings_lines(settings: dict[str, Any]) -> list[tuple[str, str]]:
         ("quantization", str(model.get("quantization") or "–")),
         ("parameters", str(engine.get("parameters") or model.get("parameters") or "unknown")),
         ("replay", str(engine.get("replay") or "–")),
+        ("follow-ups", ", ".join(run.get("follow_ups") or []) or "–"),
         ("concurrency", str(settings.get("concurrency"))),
         ("sampling", json.dumps(protocol.get("sampling"))),
         ("sampling source", str(protocol.get("sampling_source"))),
@@ -311,6 +335,12 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
     md.append("| " + " | ".join(header) + " |")
     md.append("|" + "---|" * len(header))
     md.extend("| " + " | ".join(row) + " |" for row in rows)
+    turn_header, turns = turn_rows(summary)
+    if turns:
+        md += ["", "## Follow-ups: accuracy per turn position", ""]
+        md.append("| " + " | ".join(turn_header) + " |")
+        md.append("|" + "---|" * len(turn_header))
+        md.extend("| " + " | ".join(row) + " |" for row in turns)
     md += ["", "## How episodes ended", ""]
     for c in summary.conditions:
         mix = ", ".join(f"{k} {v}" for k, v in c.ended_by.items())
@@ -336,8 +366,14 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
         "".join(f"<th>{esc(h)}</th>" for h in header),
         "</tr>",
         "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in rows),
-        "</table><h2>How episodes ended</h2><ul>",
+        "</table>",
     ]
+    if turns:
+        parts.append("<h2>Follow-ups: accuracy per turn position</h2><table><tr>")
+        parts.append("".join(f"<th>{esc(h)}</th>" for h in turn_header) + "</tr>")
+        parts.extend("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in turns)
+        parts.append("</table>")
+    parts.append("<h2>How episodes ended</h2><ul>")
     for c in summary.conditions:
         mix = ", ".join(f"{k} {v}" for k, v in c.ended_by.items())
         parts.append(f"<li>{esc(c.condition)}: {esc(mix)}</li>")

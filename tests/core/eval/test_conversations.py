@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,16 +12,17 @@ from sqale_desktop.core import runtime
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.eval.conversations import (
-    CONDITIONS,
-    TurnResult,
+    FOLLOW_UPS,
     load_conversations,
-    matches,
-    run_interaction,
+    parse_follow_ups,
     summarise,
 )
-from sqale_desktop.core.eval.question_types import QuestionSetError
+from sqale_desktop.core.eval.harness import EvalRun, RunOptions
+from sqale_desktop.core.eval.question_types import EvalQuestion, QuestionSetError
+from sqale_desktop.core.eval.records import read_episodes
+from sqale_desktop.core.eval.scorer import Scorer
 from sqale_desktop.core.settings import Settings
-from tests.conftest import SHARED_DATA, shared_data
+from tests.helpers import SHARED_DATA, shared_data
 
 SET = Path(__file__).parent / "data" / "followups.json"
 
@@ -43,8 +43,9 @@ def test_the_hand_written_set_holds_ten_interactions_of_three_turns_whose_gold_r
             assert all(a.rows != b.rows or a.columns != b.columns for a, b in itertools.pairwise(results)), (
                 interaction.id
             )
-            assert matches(db, interaction.turns[0].gold_sql, interaction.turns[0].gold_sql)
-            assert not matches(db, interaction.turns[0].gold_sql, "SELECT 1")
+            scorer, gold = Scorer("spider"), interaction.turns[0].gold_sql
+            assert scorer.score(interaction.db_path, gold, gold).correct
+            assert not scorer.score(interaction.db_path, gold, "SELECT 1").correct
         finally:
             db.close()
 
@@ -70,7 +71,7 @@ def test_the_sparc_layout_reads_database_ids_beside_the_file(tmp_path: Path, chi
         load_conversations(sparc)
 
 
-def test_the_three_conditions_ask_follow_ups_their_own_way() -> None:
+def test_the_three_conditions_ask_follow_ups_their_own_way(tmp_path: Path) -> None:
     shared_data("sample/chinook.sqlite")
     interactions, _ = load_conversations(SET, SHARED_DATA)
     interaction = next(i for i in interactions if i.id == "chinook-invoices")
@@ -79,23 +80,33 @@ def test_the_three_conditions_ask_follow_ups_their_own_way() -> None:
         "Tables.\n</think>\n\n" + json.dumps({"tool": "list_tables", "args": {}}),
         "Answer.\n</think>\n\n" + json.dumps({"tool": "submit_sql", "args": {"sql": final}}),
     ]
-    episode = runtime.episode_fn(Settings())
-    results: list[TurnResult] = []
-    db = open_readonly(interaction.db_path)
-    try:
-        for condition in CONDITIONS:
-            engine = ReplayEngine(script, n_ctx=65536)
-            results += run_interaction(episode, engine, db, interaction, condition, threading.Event())
-    finally:
-        db.close()
-    forms = {c: [r.form for r in results if r.condition == c] for c in CONDITIONS}
+
+    def engine_for(question: EvalQuestion, index: int) -> ReplayEngine:
+        return ReplayEngine(script, n_ctx=65536)
+
+    settings = Settings()
+    run = EvalRun(
+        tmp_path / "run", engine_for, runtime.episode_fn(settings), runtime.resolve(settings).open_database,
+        RunOptions(metric="spider"), cache=tmp_path / "cache",
+    )  # fmt: skip
+    records = list(run.run_conversations([interaction], FOLLOW_UPS))
+    forms = {
+        c: [r.conversation.follow_up for r in records if r.condition == c and r.conversation]
+        for c in FOLLOW_UPS
+    }
     assert forms == {
         "standalone": ["standalone"] * 3,
         "continued": ["standalone", "continued", "continued"],
         "carried": ["standalone", "carried", "carried"],
     }
-    summary = summarise(results)
-    for condition in CONDITIONS:
+    saved = read_episodes(tmp_path / "run")
+    assert [(r["id"], r["interaction"], r["turn"]) for r in saved[:3]] == [
+        ("chinook-invoices/1", "chinook-invoices", 1),
+        ("chinook-invoices/2", "chinook-invoices", 2),
+        ("chinook-invoices/3", "chinook-invoices", 3),
+    ]
+    summary = summarise(saved)
+    for condition in FOLLOW_UPS:
         assert summary[condition]["by_position"] == {
             "1": {"n": 1, "accuracy": 0.0},
             "2": {"n": 1, "accuracy": 0.0},
@@ -105,3 +116,42 @@ def test_the_three_conditions_ask_follow_ups_their_own_way() -> None:
     continued = summary["continued"]["evaluated_tokens_per_follow_up"]
     assert continued < summary["standalone"]["evaluated_tokens_per_follow_up"]
     assert continued < summary["carried"]["evaluated_tokens_per_follow_up"]
+    # every turn finished: a second pass asks nothing again
+    assert list(run.run_conversations([interaction], FOLLOW_UPS)) == []
+
+
+def test_a_failed_turn_is_wrong_and_the_next_follows_up_the_last_finished_answer(tmp_path: Path) -> None:
+    shared_data("sample/chinook.sqlite")
+    interactions, _ = load_conversations(SET, SHARED_DATA)
+    interaction = next(i for i in interactions if i.id == "chinook-invoices")
+    first = interaction.turns[0].gold_sql
+
+    def engine_for(question: EvalQuestion, index: int) -> ReplayEngine:
+        if question.key.endswith("/2"):
+            raise RuntimeError("boom")
+        return ReplayEngine(
+            [f'</think>\n\n{{"tool": "submit_sql", "args": {{"sql": {json.dumps(first)}}}}}'], n_ctx=65536
+        )
+
+    settings = Settings()
+    run = EvalRun(
+        tmp_path / "run", engine_for, runtime.episode_fn(settings), runtime.resolve(settings).open_database,
+        RunOptions(metric="spider"), cache=tmp_path / "cache",
+    )  # fmt: skip
+    records = list(run.run_conversations([interaction], ["continued"]))
+    assert [(r.ended_by, r.correct) for r in records] == [
+        ("submit_sql", True), ("error", False), ("submit_sql", False)
+    ]  # fmt: skip
+    assert records[1].error == "internal error: RuntimeError: boom"
+    assert records[2].trace is not None and records[2].trace["earlier_questions"] == [
+        interaction.turns[0].utterance
+    ]
+    # an interaction with a failed turn is asked again whole
+    again = [r.id for r in run.run_conversations([interaction], ["continued"])]
+    assert again == ["chinook-invoices/1", "chinook-invoices/2", "chinook-invoices/3"]
+
+
+def test_follow_up_conditions_are_read_in_order_once_each() -> None:
+    assert parse_follow_ups("carried, standalone,carried") == ["carried", "standalone"]
+    with pytest.raises(ValueError, match="'threaded'"):
+        parse_follow_ups("continued,threaded")

@@ -12,12 +12,13 @@ import pytest
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.eval.conditions import Condition
-from sqale_desktop.core.eval.harness import EPISODES_FILE, EvalRun, RunOptions, finished_keys, read_episodes
+from sqale_desktop.core.eval.harness import EvalRun, RunOptions
 from sqale_desktop.core.eval.questions import EvalQuestion, load_question_set
+from sqale_desktop.core.eval.records import EPISODES_FILE, finished_keys, read_episodes
 from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for, submit_completion
 from sqale_desktop.core.runtime import ModelChoice, episode_fn, resolve
 from sqale_desktop.core.settings import Settings
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def _spider() -> list[EvalQuestion]:
@@ -42,9 +43,9 @@ def test_gold_replay_scores_100_percent_on_the_972_spider_questions(tmp_path: Pa
     assert len(questions) == 972
     records = list(_run(tmp_path, replay_engine_for(gold_script), concurrency=2).run(questions))
     assert len(records) == 972
-    wrong = [(r["id"], r["pred_error"], r["gold_error"]) for r in records if not r["correct"]]
+    wrong = [(r.id, r.pred_error, r.gold_error) for r in records if not r.correct]
     assert wrong == []
-    assert {r["ended_by"] for r in records} == {"submit_sql"}
+    assert {r.ended_by for r in records} == {"submit_sql"}
     assert len(read_episodes(tmp_path / "run")) == 972
 
 
@@ -56,9 +57,9 @@ def test_wrong_but_valid_answers_score_0_percent(tmp_path: Path) -> None:
 
     records = list(_run(tmp_path, replay_engine_for(wrong), concurrency=2).run(questions))
     assert len(records) == len(questions)
-    assert not any(r["correct"] for r in records)
-    assert all(r["pred_error"] is None and r["ended_by"] == "submit_sql" for r in records)  # valid SQL
-    assert all(r["f1"] == 0.0 for r in records)
+    assert not any(r.correct for r in records)
+    assert all(r.pred_error is None and r.ended_by == "submit_sql" for r in records)  # valid SQL
+    assert all(r.f1 == 0.0 for r in records)
 
 
 def test_final_turn_text_episodes_score_by_the_same_rules(tmp_path: Path) -> None:
@@ -70,14 +71,14 @@ def test_final_turn_text_episodes_score_by_the_same_rules(tmp_path: Path) -> Non
         return [explore, f"<think>\nDone.\n</think>\n\n```sql\n{question.gold_sql}\n```"]
 
     right = list(_run(tmp_path, replay_engine_for(final_text), protocol=protocol).run(questions))
-    assert {r["ended_by"] for r in right} == {"final_turn"}
-    assert all(r["correct"] for r in right) and all(r["rounds"] == 2 for r in right)
+    assert {r.ended_by for r in right} == {"final_turn"}
+    assert all(r.correct for r in right) and all(r.rounds == 2 for r in right)
 
     def final_wrong(question: EvalQuestion) -> list[str]:
         return [explore, "<think>\nDone.\n</think>\n\n```sql\nSELECT 'no such answer'\n```"]
 
     wrong = list(_run(tmp_path / "w", replay_engine_for(final_wrong), protocol=protocol).run(questions))
-    assert {r["ended_by"] for r in wrong} == {"final_turn"} and not any(r["correct"] for r in wrong)
+    assert {r.ended_by for r in wrong} == {"final_turn"} and not any(r.correct for r in wrong)
 
 
 def test_episode_fields(tmp_path: Path) -> None:
@@ -92,31 +93,31 @@ def test_episode_fields(tmp_path: Path) -> None:
     (record,) = _run(
         tmp_path, lambda q, i: ReplayEngine(script), condition=Condition("gold"), parameters=2e9
     ).run([question])
-    assert record["id"] == question.id and record["condition"] == "gold" and record["correct"]
-    assert record["rounds"] == 3
-    assert record["tool_calls"] == {"total": 4, "distinct": 3, "per_round": [2, 1, 1]}
-    assert record["gold_tables"] == ["singer"] and record["gold_tables_opened"] is True
-    assert record["literals"] == 1 and record["literals_seen"] == 1.0  # 'France' was in distinct_values
-    tokens = record["tokens"]
+    assert record.id == question.id and record.condition == "gold" and record.correct
+    assert record.rounds == 3
+    assert record.tool_calls == {"total": 4, "distinct": 3, "per_round": [2, 1, 1]}
+    assert record.gold_tables == ["singer"] and record.gold_tables_opened is True
+    assert record.literals == 1 and record.literals_seen == 1.0  # 'France' was in distinct_values
+    tokens = record.tokens
     assert tokens["prompt"] > 0 and tokens["completion"] > 0
-    assert record["tflops"] == pytest.approx(2 * 2e9 * tokens["evaluated"] / 1e12)
-    assert record["trace"]["turns"][0]["calls"][0]["tool"] == "describe_table"
-    assert record["trace"]["db"] == question.db_id  # not the reduced copy's path in the cache
+    assert record.tflops == pytest.approx(2 * 2e9 * tokens["evaluated"] / 1e12)
+    assert record.trace is not None and record.trace["turns"][0]["calls"][0]["tool"] == "describe_table"
+    assert record.trace["db"] == question.db_id  # not the reduced copy's path in the cache
     saved = json.loads((tmp_path / "run" / EPISODES_FILE).read_text(encoding="utf-8"))
-    assert saved["id"] == record["id"] and saved["trace"]["sql"] == question.gold_sql
+    assert saved["id"] == record.id and saved["trace"]["sql"] == question.gold_sql
 
 
 def test_resume_runs_only_unfinished_questions_and_retries_errors(tmp_path: Path) -> None:
     questions = _spider()[:8]
     first = list(_run(tmp_path, replay_engine_for(gold_script)).run(questions[:5]))
-    assert [r["id"] for r in first] == [0, 1, 2, 3, 4]
+    assert [r.id for r in first] == [0, 1, 2, 3, 4]
     broken = EvalQuestion("broken", "x", tmp_path / "missing.sqlite", "?", "SELECT 1")
     second = list(_run(tmp_path, replay_engine_for(gold_script), concurrency=3).run([*questions, broken]))
-    assert sorted(r["id"] for r in second if r["id"] != "broken") == [5, 6, 7]
-    assert next(r for r in second if r["id"] == "broken")["ended_by"] == "error"
-    assert "broken" not in finished_keys(tmp_path / "run")
+    assert sorted(r.id for r in second if r.id != "broken") == [5, 6, 7]
+    assert next(r for r in second if r.id == "broken").ended_by == "error"
+    assert ("full", "broken") not in finished_keys(tmp_path / "run")
     third = list(_run(tmp_path, replay_engine_for(gold_script)).run([*questions, broken]))
-    assert [r["id"] for r in third] == ["broken"]  # only the errored one is tried again
+    assert [r.id for r in third] == ["broken"]  # only the errored one is tried again
     assert len(read_episodes(tmp_path / "run")) == 10
 
 
@@ -164,7 +165,7 @@ def test_a_bug_in_one_episode_becomes_an_error_record(
         return ReplayEngine(gold_script(question))
 
     records = list(_run(tmp_path, engine_for).run(questions))
-    by_id = {r["id"]: r for r in records}
-    assert by_id[0]["correct"] and by_id[2]["correct"]
-    assert by_id[1]["ended_by"] == "error" and by_id[1]["error"] == "internal error: RuntimeError: boom"
+    by_id = {r.id: r for r in records}
+    assert by_id[0].correct and by_id[2].correct
+    assert by_id[1].ended_by == "error" and by_id[1].error == "internal error: RuntimeError: boom"
     assert "evaluating question 1 failed" in caplog.text

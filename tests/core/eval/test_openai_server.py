@@ -23,12 +23,13 @@ import pytest
 from sqale_desktop import cli
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.openai_http import OpenAIEngine
-from sqale_desktop.core.eval.harness import EvalRun, RunOptions, read_episodes
+from sqale_desktop.core.eval.harness import EvalRun, RunOptions
 from sqale_desktop.core.eval.questions import load_question_set
+from sqale_desktop.core.eval.records import EpisodeRecord, read_episodes
 from sqale_desktop.core.runtime import episode_fn, open_tool_database
 from sqale_desktop.core.settings import Settings
-from tests.conftest import shared_data
-from tests.conftest import smollm2_gguf as smollm2
+from tests.helpers import shared_data
+from tests.helpers import smollm2_gguf as smollm2
 
 STARTUP_S = 120.0
 
@@ -114,7 +115,7 @@ def test_concurrency_4_finishes_every_episode_and_resume_repeats_none(
     engine = OpenAIEngine(server_url)
     run_dir = tmp_path / "run"
 
-    def run(count: int) -> list[dict[str, object]]:
+    def run(count: int) -> list[EpisodeRecord]:
         options = RunOptions(concurrency=4)
         evaluation = EvalRun(
             run_dir,
@@ -127,12 +128,12 @@ def test_concurrency_4_finishes_every_episode_and_resume_repeats_none(
         return list(evaluation.run(questions[:count]))
 
     first = run(4)
-    assert sorted(r["id"] for r in first) == [0, 1, 2, 3]
-    assert all(r["ended_by"] not in ("error", "cancelled") for r in first), [r["error"] for r in first]
-    assert all(r["tokens"]["completion"] > 0 and r["rounds"] == 2 for r in first)  # type: ignore[index]
-    assert all(r["engine"] == f"server {server_url}" for r in first)
+    assert sorted(r.id for r in first) == [0, 1, 2, 3]
+    assert all(r.ended_by not in ("error", "cancelled") for r in first), [r.error for r in first]
+    assert all(r.tokens["completion"] > 0 and r.rounds == 2 for r in first)
+    assert all(r.engine == f"server {server_url}" for r in first)
     second = run(6)
-    assert sorted(r["id"] for r in second) == [4, 5]
+    assert sorted(r.id for r in second) == [4, 5]
     assert sorted(r["id"] for r in read_episodes(run_dir)) == [0, 1, 2, 3, 4, 5]
 
 

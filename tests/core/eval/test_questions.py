@@ -10,7 +10,7 @@ import pytest
 
 from sqale_desktop.core.eval.questions import QuestionSetError, detect_format, load_question_set
 from sqale_desktop.core.eval.scorer import Scorer
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 
 
 def _sqlite(path: Path, script: str) -> Path:
@@ -211,7 +211,7 @@ def test_sqale_unknown_phrasing_and_missing_schemas(tmp_path: Path) -> None:
 
 def test_eval_run_over_the_sqale_release_with_gold_tables_only(tmp_path: Path) -> None:
     from sqale_desktop import cli
-    from sqale_desktop.core.eval.harness import read_episodes
+    from sqale_desktop.core.eval.records import read_episodes
 
     write_sqale_pair(tmp_path / "release")
     run_dir = tmp_path / "run"

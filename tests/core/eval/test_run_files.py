@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.eval.harness import RunFileError, read_episodes, read_run_json
+from sqale_desktop.core.eval.harness import RunFileError, read_run_json
 from sqale_desktop.core.eval.questions import EvalQuestion, QuestionSetError, load_question_set
+from sqale_desktop.core.eval.records import read_episodes
 from sqale_desktop.core.eval.report import ReportError, summarise
 from sqale_desktop.core.eval.scorer import Execution, Scorer, read_predictions, score_questions
 
