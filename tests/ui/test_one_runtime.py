@@ -23,7 +23,7 @@ from sqale_desktop.core import runtime as runtime_mod
 from sqale_desktop.core import secrets
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode, EpisodeEnded
-from sqale_desktop.core.eval.harness import read_episodes
+from sqale_desktop.core.eval.records import read_episodes
 from sqale_desktop.core.eval.replay import submit_completion
 from sqale_desktop.core.history import History
 from sqale_desktop.core.runtime import RECORDED_ENGINE, Built, ModelChoice, resolve
