@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core.child import forks
 from sqale_desktop.core.child.launch import child_command, child_env
 from sqale_desktop.core.child.messages import Message
 from sqale_desktop.core.errors import KnownError
@@ -121,11 +122,17 @@ def run(
     child's stderr lines as they come (else stderr goes to a file, read only for the death
     message).  ``memory_mb``: the cap (-1: the settings' figure, None: none).  ``temp_parent``:
     where the child's private temporary folder is made (default: the system's).  ``spare``: run
-    on a child started ahead (:class:`_Spares`) and start the next one when this ends.
+    on a warm child: forked from the module's fork server (:mod:`.forks`, Linux), elsewhere one
+    started ahead (:class:`_Spares`), the next one started when this ends.
     Raises :class:`ChildStopped`, :class:`ChildTimedOut`, :class:`ChildDied` or :class:`ChildFailed`.
     """
     cap = _memory_mb if memory_mb == -1 else memory_mb
-    started = _spares.take(module, args, cap) if spare and on_stderr is None else None
+    warm = spare and on_stderr is None
+    started = None
+    if warm and forks.available():
+        started = _servers.fork(module, args, cap, temp_parent, cancel, start_s, what)
+    elif warm:
+        started = _spares.take(module, args, cap)
     if started is None:
         started = _Started(module, args, cap, temp_parent, on_stderr is not None)
     try:
@@ -134,7 +141,7 @@ def run(
         )
     finally:
         started.remove()
-        if spare and on_stderr is None:
+        if warm and not forks.available():
             _spares.start_soon(module, args, cap)
 
 
@@ -142,11 +149,25 @@ class _Started:
     """A started child, its private temporary folder and its stderr file; it waits for its plan."""
 
     def __init__(
-        self, module: str, args: Sequence[str], memory_mb: int | None, temp_parent: Path | None, pipe: bool
+        self,
+        module: str,
+        args: Sequence[str],
+        memory_mb: int | None,
+        temp_parent: Path | None,
+        pipe: bool,
+        server: forks.Server | None = None,
     ) -> None:
         self.key = (module, tuple(args), memory_mb, tempfile.gettempdir())
         self.temp = Path(tempfile.mkdtemp(prefix="sqale-child-", dir=temp_parent))
         self.errors = tempfile.TemporaryFile(dir=self.temp)  # noqa: SIM115  (closed by remove())
+        self.proc: subprocess.Popen[bytes] | forks.Forked
+        if server is not None:
+            try:
+                self.proc = self._fork(server)
+            except BaseException:
+                self.remove()
+                raise
+            return
         session: dict[str, Any] = (
             {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
             if sys.platform == "win32"
@@ -165,6 +186,24 @@ class _Started:
         except BaseException:
             self.remove()
             raise
+
+    def _fork(self, server: forks.Server) -> forks.Forked:
+        """The child forked by ``server``, on pipes made here as ``Popen`` would make them."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        try:
+            env = child_env(None, self.temp)
+            forked = server.fork(stdin_r, stdout_w, self.errors.fileno(), env, self.temp)
+        except BaseException:
+            for fd in (stdin_w, stdout_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (stdin_r, stdout_w):
+                os.close(fd)
+        forked.stdin = os.fdopen(stdin_w, "wb")
+        forked.stdout = os.fdopen(stdout_r, "rb")
+        return forked
 
     def end(self) -> None:
         """End a child that was never given its plan (a spare): kill, wait, remove."""
@@ -239,13 +278,88 @@ class _Spares:
             spare.end()
 
 
+class _Servers:
+    """One fork server per module (:mod:`.forks`), started at the module's first warm run and
+    kept for the app's life; a new one when the cap or arguments change or the old one ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._servers: dict[str, forks.Server] = {}
+
+    def fork(
+        self,
+        module: str,
+        args: Sequence[str],
+        memory_mb: int | None,
+        temp_parent: Path | None,
+        cancel: threading.Event | None,
+        start_s: float,
+        what: str,
+    ) -> _Started | None:
+        """A child forked from the module's server, once it is warm (Stop and ``start_s`` hold
+        while it warms up); None where no server could serve (the caller starts one itself)."""
+        key = (module, tuple(args), memory_mb)
+        old = None
+        with self._lock:
+            server = self._servers.get(module)
+            if server is None or server.key != key or not server.alive:
+                old = server
+                try:
+                    server = self._servers[module] = forks.Server(module, args, memory_mb)
+                except OSError:
+                    self._servers.pop(module, None)
+                    server = None
+        if old is not None:
+            old.end(wait=False)  # it ends once its children did (an import may still run there)
+        if server is None:
+            return None
+        try:
+            stopped = cancel.is_set if cancel is not None else lambda: False
+            if not server.wait_ready(time.monotonic() + start_s, stopped):
+                if stopped():
+                    raise ChildStopped(f"{what} was stopped", "stopped")
+                raise ChildTimedOut(f"{what} did not start within {start_s:g} s", "timeout")
+            return _Started(module, args, memory_mb, temp_parent, False, server)
+        except forks.ServerGone:
+            return None
+
+    def cpu_s(self) -> float:
+        with self._lock:
+            servers = list(self._servers.values())
+        return sum(server.cpu_s() for server in servers)
+
+    def discard(self, wait: bool = True) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.end(wait)
+
+
 _spares = _Spares()
+_servers = _Servers()
 atexit.register(_spares.discard)
+# At exit the servers are not waited for: one whose child still runs ends after it, and the
+# child ends at this process's end (its stdin closes).
+atexit.register(_servers.discard, wait=False)
 
 
 def discard_spares() -> None:
-    """End the children started ahead of their work (at exit; tests that count processes/folders)."""
+    """End the children started ahead of their work and the fork servers (at exit; tests that
+    count processes or folders)."""
     _spares.discard()
+    _servers.discard()
+
+
+def children_cpu_s() -> float:
+    """CPU seconds the app's children have used so far: the ended ones (``RUSAGE_CHILDREN``) and
+    the fork servers with the children they forked (for the benchmarks: the work of an import is
+    a child's CPU now, not this process's)."""
+    try:
+        import resource
+    except ImportError:
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime + _servers.cpu_s()
 
 
 class _Supervised:

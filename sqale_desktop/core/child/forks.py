@@ -1,0 +1,358 @@
+"""A fork server: one warm child that forks each child of its module, so none pays the imports.
+
+An importer child spends about a CPU-second importing Arrow, ADBC, calamine and the readers
+before it reads a byte; in the app's own process that second was paid once per session.  A spare
+started ahead (``supervise._Spares``) hides it only when the person pauses between imports, and
+each import still burns it.  Here one child of the module is started once (the *server*): it runs
+the module's ``child_main``, which imports what the work needs, and where the work would begin
+(:func:`.messages.serve`) it waits instead for requests, and forks a new child for each.  The
+forked child is a fresh child in every way the parent can tell: its own session, stdin, stdout
+and stderr (the parent's pipes, passed over a Unix socket), environment, private temporary
+folder and working folder; the memory cap is the server's (``RLIMIT_AS``, inherited; a server
+per cap); the parent kills it through a pidfd and learns its end (signal, exit status) from the
+server, which is its parent and reaps it.
+
+Fork is only safe in a process with one thread: a lock another thread held stays locked in the
+child.  The server never starts a thread (no stdin watcher: the socket's end of file ends it),
+the two libraries that start one as they load are told not to (:data:`SINGLE_THREADED_ENV`),
+and it checks before each fork that it still has exactly one (``/proc/self/task``); Arrow's own
+pools start at first use, in the forked child.  If the check fails the request is refused and the
+parent starts the child the ordinary way.  Linux only: macOS's system libraries are not
+fork-safe, Windows has no fork; there the spares remain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from sqale_desktop.core.child.launch import child_command, child_env
+
+FORKS_ENV = "SQALE_DESKTOP_CHILD_FORKS"  # the server's end of the socket, set by the parent
+READY_S = 30.0  # the server's interpreter and the module's imports, on a busy computer
+FORK_S = 10.0  # a warm server answers a request in milliseconds
+_MAX_MESSAGE = 1 << 20  # a request carries the environment: kilobytes
+# Libraries that start a thread as they load, told not to in the server (measured with pyarrow
+# 26: its import left three threads): jemalloc's background purger (Arrow's bundled jemalloc,
+# which is not even Arrow's default pool, mimalloc) and OpenBLAS's pool (numpy's, which pyarrow
+# imports; no import does linear algebra).  The forked children start Arrow's pools afresh.
+SINGLE_THREADED_ENV = {"JE_ARROW_MALLOC_CONF": "background_thread:false", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def available() -> bool:
+    """Whether children can be forked from a server here (Linux, Python's fd passing)."""
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "fork")
+
+
+class ServerGone(OSError):
+    """The server ended, refused, or did not answer: start the child the ordinary way."""
+
+
+class Server:
+    """The parent's end of one fork server (one module, arguments and memory cap)."""
+
+    def __init__(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
+        self.key = (module, tuple(args), memory_mb)
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**child_env(memory_mb), **SINGLE_THREADED_ENV, FORKS_ENV: str(theirs.fileno())}
+        try:
+            self.proc = subprocess.Popen(
+                child_command(module, *args),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                cwd=os.sep,  # it writes nothing, and holds no folder of the caller's busy
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        except BaseException:
+            self._sock.close()
+            raise
+        finally:
+            theirs.close()
+        self._cond = threading.Condition()
+        self._ready = False
+        self._gone = False
+        self._next_id = 0
+        self._forked: dict[int, Forked | None] = {}  # request id -> its child (None: refused)
+        self._children: dict[int, Forked] = {}  # pid -> child, until the server reaped it
+        self._reader = threading.Thread(target=self._read, name="child-forks", daemon=True)
+        self._reader.start()
+
+    @property
+    def alive(self) -> bool:
+        with self._cond:
+            return not self._gone
+
+    def wait_ready(self, until: float, stopped: Callable[[], bool]) -> bool:
+        """Wait until the server is warm; False once ``stopped()`` or past ``until``.  Raises
+        :class:`ServerGone` when it ended first."""
+        with self._cond:
+            while not self._ready:
+                if self._gone:
+                    raise ServerGone("the fork server ended")
+                if stopped() or time.monotonic() > until:
+                    return False
+                self._cond.wait(0.02)
+        return True
+
+    def fork(self, stdin: int, stdout: int, stderr: int, env: dict[str, str], cwd: Path) -> Forked:
+        """A new child whose fds 0, 1 and 2 are ``stdin``, ``stdout`` and ``stderr`` (the caller
+        closes its copies of those it does not keep)."""
+        request = json.dumps({"env": env, "cwd": str(cwd)}).encode("utf-8")
+        with self._cond:
+            if self._gone or not self._ready:
+                raise ServerGone("the fork server is not ready")
+            self._next_id += 1
+            ident = self._next_id
+            try:
+                socket.send_fds(self._sock, [json.dumps({"id": ident}).encode() + b"\n" + request],
+                                [stdin, stdout, stderr])  # fmt: skip
+            except OSError as exc:
+                raise ServerGone(str(exc)) from None
+            until = time.monotonic() + FORK_S
+            while ident not in self._forked:
+                if self._gone or time.monotonic() > until:
+                    break
+                self._cond.wait(0.05)
+            if ident not in self._forked:
+                self._retire_locked()
+                self.proc.kill()  # no answer in seconds: a server that is stuck
+            answer = self._forked.pop(ident, None)
+            if answer is None:
+                raise ServerGone("the fork server refused or did not answer")
+            return answer
+
+    def end(self, wait: bool = True) -> None:
+        """Retire the server: it forks no more, and ends once the children it forked ended (it
+        reaps them and tells their end here).  ``wait``: until it ended (killed past a grace)."""
+        with self._cond:
+            self._retire_locked()
+        if not wait:
+            return
+        self._reader.join(timeout=5.0)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def cpu_s(self) -> float:
+        """CPU time of this server (its imports) and of the forked children it reaped (Linux's
+        /proc: its utime, stime, cutime and cstime); 0 once it ended (its parent's
+        ``RUSAGE_CHILDREN`` counts it then)."""
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        return 0.0
+
+    def _retire_locked(self) -> None:
+        if not self._gone:
+            self._gone = True
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_WR)  # the server's end of file; its answers still come
+            self._cond.notify_all()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self._sock, _MAX_MESSAGE, 1)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                break
+            message = json.loads(data)
+            with self._cond:
+                if "ready" in message:
+                    self._ready = True
+                elif "id" in message:
+                    # Known here, before the next message (its exit, if it died at once) is read.
+                    pid = int(message["pid"])
+                    forked = Forked(self, pid, fds.pop() if fds else None) if pid > 0 else None
+                    self._forked[int(message["id"])] = forked
+                    if forked is not None:
+                        self._children[pid] = forked
+                elif "exit" in message:
+                    child = self._children.pop(int(message["exit"]), None)
+                    if child is not None:
+                        child.ended(int(message["code"]))
+                self._cond.notify_all()
+            for fd in fds:
+                os.close(fd)
+        with self._cond:
+            self._gone = True
+            orphans, self._children = list(self._children.values()), {}
+            for child in orphans:  # the server died: nobody reaps them now; end them, and say so
+                child.kill()
+                child.ended(-signal.SIGKILL)
+            self._forked.clear()
+            self._cond.notify_all()
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        try:
+            self.proc.wait(timeout=5.0)  # it closed its end: it is ending
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Forked:
+    """A forked child, seen through what ``supervise`` uses of a ``subprocess.Popen``: ``pid``,
+    ``kill``, ``poll``, ``wait`` (its pipes are the caller's, kept by ``supervise._Started``)."""
+
+    stdin: IO[bytes] | None = None
+    stdout: IO[bytes] | None = None
+    stderr: IO[bytes] | None = None
+
+    def __init__(self, server: Server, pid: int, pidfd: int | None) -> None:
+        self._cond = server._cond
+        self.pid = pid
+        self._pidfd = pidfd
+        self.returncode: int | None = None
+
+    def kill(self) -> None:
+        """SIGKILL, through the pidfd: never another process that got the number after it ended."""
+        with self._cond:
+            if self.returncode is not None:
+                return
+            with contextlib.suppress(OSError):
+                if self._pidfd is not None:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)  # not reaped yet: still this child's number
+
+    def poll(self) -> int | None:
+        with self._cond:
+            return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        until = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self.returncode is None:
+                left = None if until is None else until - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0.0)
+                self._cond.wait(left)
+            return self.returncode
+
+    def ended(self, code: int) -> None:
+        """Called by the server's reader, holding the condition."""
+        self.returncode = code
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+# -- the server's side -------------------------------------------------------------------------
+
+
+def serve_forks(fd: int) -> None:
+    """The server's loop, in the child the parent started with :data:`FORKS_ENV`.
+
+    Returns only in a forked child, set up as a new child would be.  The server itself ends
+    (``os._exit``) once the parent closed its end of the socket (it retired the server, or died)
+    and every child it forked has ended and been reaped."""
+    sock = socket.socket(fileno=fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda _n, _f: None)
+    with contextlib.suppress(AttributeError, ValueError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the app's to handle
+    _say(sock, {"ready": True})
+    live: set[int] = set()
+    closing = False
+    while not (closing and not live):
+        readable, _, _ = select.select([wake_r] if closing else [sock.fileno(), wake_r], [], [])
+        if wake_r in readable:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(wake_r, 512):
+                    pass
+            _reap(sock, live)
+        if closing or sock.fileno() not in readable:
+            continue
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, 3)
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            closing = True
+            continue
+        head, _, body = data.partition(b"\n")
+        ident = json.loads(head)["id"]
+        if len(fds) != 3 or _threads() != 1:  # fork is only safe with one thread: refuse
+            for received in fds:
+                os.close(received)
+            _say(sock, {"id": ident, "pid": 0})
+            continue
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_child(sock, (wake_r, wake_w), fds, json.loads(body))
+            return
+        live.add(pid)
+        for received in fds:
+            os.close(received)
+        pidfd = None
+        with contextlib.suppress(AttributeError, OSError):
+            pidfd = os.pidfd_open(pid)  # not reaped before the parent has it: never another's
+        _say(sock, {"id": ident, "pid": pid}, [pidfd] if pidfd is not None else [])
+        if pidfd is not None:
+            os.close(pidfd)
+    os._exit(0)
+
+
+def _say(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    with contextlib.suppress(OSError):  # the parent is gone: its children end on their own
+        socket.send_fds(sock, [json.dumps(message).encode()], list(fds))
+
+
+def _reap(sock: socket.socket, live: set[int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        live.discard(pid)
+        _say(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _become_child(
+    sock: socket.socket, wake: tuple[int, int], fds: list[int], request: dict[str, Any]
+) -> None:
+    """In the forked child: the server's things closed, the parent's pipes as stdin, stdout and
+    stderr, its own session, environment, temporary and working folder."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sock.close()  # a child that a hostile file took over cannot ask the server for anything
+    for fd in wake:
+        os.close(fd)
+    os.setsid()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # read again from TMPDIR: the child's private folder
+    os.chdir(request["cwd"])
