@@ -19,6 +19,7 @@ result, and launch time.  Prints figures, then ONE JSON object on the last line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sqlite3
@@ -84,15 +85,17 @@ def episode_script(turns: int, thinking_chars: int) -> list[str]:
 def measure_stall(app: QApplication, db_path: Path, turns: int, thinking_chars: int) -> dict[str, float]:
     from sqale_desktop.core.engines.replay import ReplayEngine
     from sqale_desktop.core.history import History
+    from sqale_desktop.core.runtime import ModelChoice, resolve
     from sqale_desktop.core.settings import Settings
     from sqale_desktop.ui.main_window import MainWindow
 
     script = episode_script(turns, thinking_chars)
     loop = QEventLoop()
     home = Path(tempfile.mkdtemp(prefix="sqale-bench-"))
+    replay = resolve(Settings(), ModelChoice("replay"))  # the window's runtime, over the script
     window = MainWindow(
         Settings(),
-        lambda: ReplayEngine(script, chunk_chars=4, delay=0.0),
+        dataclasses.replace(replay, factory=lambda: ReplayEngine(script, chunk_chars=4, delay=0.0)),
         history=History(home / "history.sqlite"),
     )
     window.show()

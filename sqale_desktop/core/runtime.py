@@ -4,9 +4,12 @@ The one home of "how a question becomes an episode": the window (``ui.app``) and
 (``ask``, ``eval run``) both call :func:`resolve`, so the same settings give the same prompt, the
 same sampling, the same context, GPU layers, threads, row cap and query time limit everywhere;
 the CLI's flags only change the settings, and :func:`choose` turns its engine flags into a choice.
-Which engine a kind means is decided once, in the :data:`ENGINES` table of builders; the recorded
-demo episode is one of them ("recording"), so the window plays it like any other engine.  The
-faces (``ui``, ``commands``) never import ``core.engines``: what they need of an engine is here.
+How each kind of engine is built is decided once, in the :data:`ENGINES` table of builders, and
+what each kind means once, in ``core.engine_kinds`` (:attr:`Runtime.kind_facts`); the recorded demo
+episode is one of them ("recording"), so the window plays it like any other engine.  The faces
+(``ui``, ``commands``) never import ``core.engines``: what they need of an engine is here.  The
+window's agent thread keeps one :class:`Runtime` (its engine factory, episode, tool-database
+opener and warm-up) and is handed a new one when the settings change.
 
 Nothing heavy happens here: llama_cpp is imported and the model loaded only when the factory runs
 (on the window's agent thread, or in the CLI before its episode), and a broken registry means
@@ -22,13 +25,17 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from sqale_desktop.core.agent import protocol as protocol_files
 from sqale_desktop.core.agent.events import Event
 from sqale_desktop.core.agent.followup import Thread as Thread  # re-exported: the faces build threads here
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
+
+# re-exported: the kinds the commands accept
+from sqale_desktop.core.engine_kinds import COMMAND_ENGINES as COMMAND_ENGINES
+from sqale_desktop.core.engine_kinds import KINDS, LLAMA, RECORDING, REPLAY, SERVER, EngineKind, Kind
 from sqale_desktop.core.engines.base import Engine as Engine  # re-exported: the faces type engines here
 from sqale_desktop.core.engines.base import SamplingParams, WarmUp
 from sqale_desktop.core.errors import KnownError
@@ -56,13 +63,6 @@ LOAD_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextv
 )
 """Set while an engine factory runs (the window's agent thread sets it): a factory that can
 report loading progress (fraction 0..1) calls it; factories that cannot simply ignore it."""
-
-
-EngineKind = Literal["llama", "openai", "replay", "recording"]
-"""Every engine the runtime can build: the three a command or the settings name, and the recorded
-demo episode the window plays before a model is installed."""
-COMMAND_ENGINES: tuple[EngineKind, ...] = ("llama", "openai", "replay")
-"""The kinds ``ask --engine`` and ``eval run --engine`` accept."""
 
 
 class NoModelInstalled(KnownError):
@@ -149,14 +149,19 @@ class Runtime:
         return self.choice.kind
 
     @property
+    def kind_facts(self) -> Kind:
+        """What this runtime's kind of engine means (``core.engine_kinds``)."""
+        return KINDS[self.kind]
+
+    @property
     def thread_model(self) -> str:
         """Which model writes this runtime's threads, as the history records it: a follow-up is
         continued only by the model that wrote its thread (another one never saw those turns)."""
         if self.model_path is not None:
             return f"{self.kind}: {self.model_path.name}"
-        if self.kind == "openai":
+        if self.kind_facts.server:
             url = self.choice.base_url or self.settings.server_url
-            return f"openai: {url} {self.choice.server_model or ''}".rstrip()
+            return f"{self.kind}: {url} {self.choice.server_model or ''}".rstrip()
         return self.kind
 
     def open_database(self, path: Path) -> ReadOnlyDatabase:
@@ -168,12 +173,27 @@ class Runtime:
         context (what :class:`~sqale_desktop.core.agent.events.EpisodeStarted` reports)."""
         return fit_protocol(self.protocol, getattr(engine, "n_ctx", None)) or self.protocol
 
+    def retune(self, settings: Settings) -> Runtime:
+        """This runtime under new settings that do not choose its engine (sampling, limits, rows):
+        the protocol and the episode follow them, the engine factory and the model stay, so the
+        window keeps a loaded model."""
+        protocol = settings_protocol(self.model_dir, settings)
+        return dataclasses.replace(
+            self, protocol=protocol, episode=episode_fn(settings, protocol), settings=settings
+        )
+
+    def warms(self, engine: Engine) -> bool:
+        """Whether :meth:`warm_up` has anything to do on ``engine`` (a local model; not a server,
+        not a replay), so the window says "Preparing the model…" only when it does."""
+        return callable(getattr(engine, "warm_up", None))
+
     def warm_up(self, engine: Engine, cancel: threading.Event) -> WarmUp | None:
         """Have the system turn every episode on ``engine`` starts with ready before the first
         question: restored from the state an earlier launch saved, or evaluated and saved
         (``base.WarmsUp``).  ``ask`` and ``eval run`` call it before their first episode, so a
-        second ``ask`` does not evaluate the system turn again; the window warms up on its model
-        thread with the same prompt.  None for engines with nothing to warm (a server, a replay).
+        second ``ask`` does not evaluate the system turn again; the window's agent thread calls
+        it right after loading.  None for engines with nothing to warm (a server, a replay).
+        ``cancel`` stops it between prefill chunks.
         """
         warm = getattr(engine, "warm_up", None)
         if not callable(warm):
@@ -193,8 +213,7 @@ def resolve(settings: Settings, choice: ModelChoice | None = None) -> Runtime:
     for a missing or broken model (``factory`` is then ``None`` and ``description`` says so)."""
     choice = choice or ModelChoice(kind=settings.engine)
     built = ENGINES[choice.kind](settings, choice)
-    # Looked up at call time, so a test (or a caller) that replaces load_protocol is heard.
-    protocol = with_settings(protocol_files.load_protocol(built.model_dir), settings)
+    protocol = settings_protocol(built.model_dir, settings)
     return Runtime(
         built.factory,
         built.description,
@@ -214,29 +233,30 @@ def choose(settings: Settings, flags: EngineFlags) -> Runtime:
     The engine is the one named, else the one the flags imply (``--replay``, ``--base-url``), else
     the settings' own, as in the window.  Raises :class:`ChoiceError` for flags that cannot work.
     """
-    named = flags.engine or ("replay" if flags.replay else "openai" if flags.base_url else settings.engine)
+    named = flags.engine or (REPLAY if flags.replay else SERVER if flags.base_url else settings.engine)
     kind = next((known for known in COMMAND_ENGINES if known == named), None)
     if kind is None:
         raise ChoiceError(f"unknown engine {named!r} (one of {', '.join(COMMAND_ENGINES)})")
-    if kind == "replay" and flags.replay is None:
-        raise ChoiceError("--engine replay needs --replay FILE")
-    if kind == "openai" and not flags.base_url and settings.engine != "openai":
-        raise ChoiceError("--engine openai needs --base-url URL (or a server chosen in the settings)")
-    if kind == "llama" and flags.model is not None and not flags.model.is_file():
+    facts = KINDS[kind]
+    if kind == REPLAY and flags.replay is None:
+        raise ChoiceError(f"--engine {kind} needs --replay FILE")
+    if facts.needs_url and not flags.base_url and settings.engine != kind:
+        raise ChoiceError(f"--engine {kind} needs --base-url URL (or a server chosen in the settings)")
+    if facts.model_file and flags.model is not None and not flags.model.is_file():
         raise ChoiceError(f"no model file at {flags.model}")
     choice = ModelChoice(
         kind,
-        model_path=flags.model if kind == "llama" else None,
+        model_path=flags.model if facts.model_file else None,
         model_dir=flags.model_dir,
         base_url=flags.base_url,
         server_model=flags.server_model,
-        api_key=flags.api_key() if kind == "openai" and flags.api_key is not None else None,
+        api_key=flags.api_key() if facts.server and flags.api_key is not None else None,
         replay=flags.replay,
     )
     runtime = resolve(settings, choice)
-    if runtime.factory is None and kind == "llama":
+    if runtime.factory is None and facts.model_file:
         raise ChoiceError(
-            "--engine llama needs --model GGUF_PATH, or an installed model "
+            f"--engine {kind} needs --model GGUF_PATH, or an installed model "
             "(sqale-desktop models download / import); or use --base-url / --replay"
         )
     return runtime
@@ -247,6 +267,13 @@ def close_engine(engine: Engine) -> None:
     close = getattr(engine, "close", None)
     if callable(close):
         close()
+
+
+def settings_protocol(model_dir: Path | None, settings: Settings) -> AgentProtocol:
+    """The protocol of the model in ``model_dir`` (the built-in one without it), with the user's
+    sampling and context (:func:`with_settings`)."""
+    # Looked up at call time, so a test (or a caller) that replaces load_protocol is heard.
+    return with_settings(protocol_files.load_protocol(model_dir), settings)
 
 
 def with_settings(protocol: AgentProtocol, settings: Settings) -> AgentProtocol:
@@ -393,7 +420,7 @@ def _server(settings: Settings, choice: ModelChoice) -> Built:
 def _replay(settings: Settings, choice: ModelChoice) -> Built:
     script = choice.replay
     if script is None:
-        return Built(None, "replay", model_dir=choice.model_dir)
+        return Built(None, REPLAY, model_dir=choice.model_dir)
 
     def replay() -> Engine:
         from sqale_desktop.core.engines.replay import ReplayEngine
@@ -401,7 +428,7 @@ def _replay(settings: Settings, choice: ModelChoice) -> Built:
         engine: Engine = ReplayEngine.from_file(script)
         return engine
 
-    return Built(replay, "replay", model_dir=choice.model_dir)
+    return Built(replay, REPLAY, model_dir=choice.model_dir)
 
 
 RECORDED_ENGINE = "recorded demo episode"
@@ -424,14 +451,14 @@ def _recording(settings: Settings, choice: ModelChoice) -> Built:
         engine: Engine = RecordedEngine(completions, chunk_chars=8, delay=delay)
         return engine
 
-    return Built(recording, "recording", model_dir=choice.model_dir)
+    return Built(recording, RECORDING, model_dir=choice.model_dir)
 
 
 ENGINES: dict[EngineKind, EngineBuilder] = {
-    "llama": _llama,
-    "openai": _server,
-    "replay": _replay,
-    "recording": _recording,
+    LLAMA: _llama,
+    SERVER: _server,
+    REPLAY: _replay,
+    RECORDING: _recording,
 }
-"""The one table of engines, by kind (simonw/llm's registry): :func:`resolve` looks the builder
-up here and nobody else branches on an engine's kind."""
+"""The one table of engine builders, by kind (simonw/llm's registry): :func:`resolve` looks the
+builder up here; what a kind means is ``core.engine_kinds``' table, and nobody compares kind names."""

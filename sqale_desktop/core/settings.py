@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sqale_desktop.core import json_input, paths
+from sqale_desktop.core.engine_kinds import LLAMA, SETTINGS_ENGINES, EngineKind
 from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
 from sqale_desktop.core.providers import DEFAULT_PRICES, FEATHERLESS
 from sqale_desktop.core.server_usage import Prices
@@ -26,7 +27,6 @@ SCHEMA_VERSION = 1
 SETTINGS_FILE = "settings.json"
 RECENT_DATABASES_CAP = 10
 
-EngineName = Literal["llama", "openai", "replay"]
 Theme = Literal["system", "light", "dark"]
 # CSV cells that start like a formula (=, +, -, @, tab, CR) are run by spreadsheet apps;
 # "sanitize" writes them with a leading apostrophe (see core.export_formats), "keep" unchanged.
@@ -57,7 +57,6 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "import_write_limit_mb": (16, 1_048_576),  # what one import may write (core/imports/progress.py)
 }
 
-ENGINES: tuple[str, ...] = get_args(EngineName)
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)
 THEMES: tuple[str, ...] = get_args(Theme)
 CSV_FORMULAS: tuple[str, ...] = get_args(CsvFormulas)
@@ -76,7 +75,7 @@ class Settings:
     """
 
     schema_version: int = SCHEMA_VERSION
-    engine: EngineName = "llama"
+    engine: EngineKind = LLAMA
     server_url: str = "http://127.0.0.1:8000/v1"
     server_model: str = ""
     """The model id sent to the server (a hosted provider serves many); empty: the server's first
@@ -152,7 +151,7 @@ def _in_limits(name: str, value: int | float) -> bool:
 def _valid(name: str, value: Any) -> bool:
     """Whether ``value`` read from JSON is acceptable for field ``name`` (type, then range)."""
     if name == "engine":
-        return value in ENGINES
+        return value in SETTINGS_ENGINES  # the kinds the settings may name (core.engine_kinds)
     if name == "theme":
         return value in THEMES
     if name == "speculation":

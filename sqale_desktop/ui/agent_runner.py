@@ -14,12 +14,17 @@ the items to the window's ``apply`` callback at most ``DRAIN_BUDGET_S`` of work 
 UI does a bounded amount of work per frame however fast the model runs.  All of that timing lives
 here, in :meth:`AgentRunner.deliver_to`.
 
-Warm-up: a factory that is a :class:`WarmedFactory` carries the prompt its episodes start with;
-right after the engine loads, the worker has it evaluate that prompt's system turn
-(``base.WarmsUp``; restored from the disk cache when an earlier launch saved it), so the first
-question evaluates only its own turn.  It runs on the worker thread like any other job, so a
-question asked meanwhile queues behind it in the worker's event loop and then finds the turn
-ready; Stop, a new engine factory and shutdown cancel it between prefill chunks.
+The worker keeps one :class:`~sqale_desktop.core.runtime.Runtime`, the same that ``ask`` and
+``eval run`` use: its engine factory, its episode function, its tool-database opener (with the
+settings' query time limit) and its warm-up.  When the settings change the window hands it a new
+one (:meth:`AgentRunner.set_runtime`); the tool databases are opened again by the new runtime
+before their next episode, and the loaded model stays only when the change does not concern it.
+
+Warm-up: right after the engine loads, the worker has the runtime evaluate the system turn its
+episodes start with (``Runtime.warm_up``; restored from the disk cache when an earlier launch
+saved it), so the first question evaluates only its own turn.  It runs on the worker thread like
+any other job, so a question asked meanwhile queues behind it in the worker's event loop and then
+finds the turn ready; Stop, a new engine and shutdown cancel it between prefill chunks.
 """
 
 from __future__ import annotations
@@ -38,37 +43,11 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from sqale_desktop.core.agent.events import Event, TextDelta
 from sqale_desktop.core.errors import is_known
-from sqale_desktop.core.runtime import (
-    LOAD_PROGRESS,
-    Engine,
-    EngineFactory,
-    EpisodeFn,
-    NoModelInstalled,
-    Runtime,
-    Thread,
-    close_engine,
-)
+from sqale_desktop.core.runtime import LOAD_PROGRESS, Engine, NoModelInstalled, Runtime, Thread, close_engine
 from sqale_desktop.ui.stream_merge import merge_deltas
 from sqale_desktop.ui.workers import register_thread_owner
 
 log = logging.getLogger(__name__)
-
-DatabaseOpener = Callable[[Path], Any]
-
-
-@dataclass(frozen=True)
-class WarmedFactory:
-    """An engine factory and the prompt its episodes start with, warmed right after loading.
-
-    ``prompt`` is the episode prompt's beginning (the protocol's ``prompt_head``); the engine
-    evaluates its leading system turn only.  Calling it builds the engine like the plain factory.
-    """
-
-    factory: EngineFactory
-    prompt: str
-
-    def __call__(self) -> Engine:
-        return self.factory()
 
 
 @dataclass(frozen=True)
@@ -123,15 +102,12 @@ class AgentWorker(QObject):
     load_progress = Signal(int)
     items_ready = Signal()
 
-    def __init__(
-        self, engine_factory: EngineFactory | None, episode_fn: EpisodeFn, opener: DatabaseOpener
-    ) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         super().__init__()
-        self._engine_factory = engine_factory
-        self._episode_fn = episode_fn
-        self._opener = opener
+        self._runtime = runtime
         self._engine: Engine | None = None
-        self._databases: dict[Path, Any] = {}
+        # Each tool database with the runtime that opened it: another runtime opens it again.
+        self._databases: dict[Path, tuple[Runtime, Any]] = {}
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
         self._queue: collections.deque[Item] = collections.deque()
@@ -168,28 +144,25 @@ class AgentWorker(QObject):
             self._notified = False
         return merge_deltas(items)
 
-    def set_engine_factory(self, factory: EngineFactory | None, episode_fn: EpisodeFn | None = None) -> None:
-        """A new factory (settings changed): the engine is rebuilt before the next episode.
+    @property
+    def runtime(self) -> Runtime:
+        with self._lock:
+            return self._runtime
 
-        The old engine is dropped here; it is freed by the garbage collector, on whichever thread
+    def set_runtime(self, runtime: Runtime, keep_engine: bool = False) -> None:
+        """Run later episodes with ``runtime`` (the settings changed); each tool database is opened
+        again by it before its next episode, so its query time limit applies.
+
+        ``keep_engine``: the change does not concern the engine (sampling, limits, rows), and the
+        loaded model stays.  Otherwise the engine is dropped here and rebuilt from the runtime's
+        factory before the next episode; it is freed by the garbage collector, on whichever thread
         holds the last reference, which is safe because it is no longer used.
         """
         with self._lock:
-            self._engine_factory = factory
-            self._engine = None
-            self._warm_cancel.set()  # warming the old engine is no use now
-            if episode_fn is not None:
-                self._episode_fn = episode_fn
-
-    def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
-        """Run later episodes with another function (a new protocol or sampling); the engine stays."""
-        with self._lock:
-            self._episode_fn = episode_fn
-
-    def set_time_limit(self, seconds: float) -> None:
-        """Apply a new query time limit to the tool databases already open (a float store is atomic)."""
-        for db in list(self._databases.values()):
-            db.time_limit_s = seconds
+            self._runtime = runtime
+            if not keep_engine:
+                self._engine = None
+                self._warm_cancel.set()  # warming the old engine is no use now
 
     # run on the worker thread ---------------------------------------------------------------
     def _push(self, item: Item) -> None:
@@ -209,9 +182,10 @@ class AgentWorker(QObject):
 
     def _ensure_engine(self) -> Engine:
         with self._lock:
-            engine, factory = self._engine, self._engine_factory
+            engine, runtime = self._engine, self._runtime
         if engine is not None:
             return engine
+        factory = runtime.factory
         if factory is None:
             self.engine_state.emit("failed", "No model is installed: open the model manager to download one.")
             raise NoModelInstalled("no model installed")
@@ -235,31 +209,28 @@ class AgentWorker(QObject):
             LOAD_PROGRESS.reset(token)
         with self._lock:
             self._engine = engine
-        if isinstance(factory, WarmedFactory):
-            self._warm_up(engine, factory.prompt)
+        self._warm_up(runtime, engine)
         self.engine_state.emit("ready", engine.describe())
         return engine
 
-    def _warm_up(self, engine: Engine, prompt: str) -> None:
-        """Evaluate (or restore) the system turn of ``prompt`` on an engine that can; never raises.
+    def _warm_up(self, runtime: Runtime, engine: Engine) -> None:
+        """Have ``runtime`` evaluate (or restore) its system turn on ``engine``; never raises.
 
-        A failure here is no failure of the engine: the first episode evaluates the turn itself.
+        A failure here is no failure of the engine: the first episode evaluates the turn itself
+        (``Runtime.warm_up`` logs a known condition; anything else is a bug, logged here).
         """
-        warm_up = getattr(engine, "warm_up", None)
-        if not callable(warm_up):
+        if not runtime.warms(engine):
             return
         with self._lock:
             self._warm_cancel = cancel = threading.Event()
         self.engine_state.emit("loading", "Preparing the model…")
         try:
-            result = warm_up(prompt, cancel)
-        except Exception as exc:
-            if is_known(exc):
-                log.info("system-turn warm-up failed: %s", exc)
-            else:
-                log.exception("system-turn warm-up failed")
+            result = runtime.warm_up(engine, cancel)
+        except Exception:
+            log.exception("system-turn warm-up failed")
             return
-        log.info("%s", getattr(result, "note", "") or "system turn warmed")
+        if result is not None:
+            log.info("%s", result.note or "system turn warmed")
 
     @Slot(int, str, str, object, object)
     def run_episode(
@@ -271,7 +242,8 @@ class AgentWorker(QObject):
         parent: Thread | None = None,
     ) -> None:
         """Run one episode on the model, or, with ``runtime``, on that runtime's own engine
-        (built here for this episode and closed after it; the model stays as it is).
+        (built here for this episode and closed after it; the model stays as it is).  The tool
+        database is the worker's either way, opened by the runtime the worker keeps.
 
         ``parent``: the thread this question follows up (``core.agent.followup``); the model
         still holds it when nothing ran since, so only the new turn is evaluated.
@@ -287,7 +259,7 @@ class AgentWorker(QObject):
             else:
                 engine = self._ensure_engine()
                 with self._lock:
-                    episode_fn = self._episode_fn
+                    episode_fn = self._runtime.episode
             db = self._database(Path(db_path))
             with self._lock:
                 self._cancel = cancel
@@ -319,26 +291,37 @@ class AgentWorker(QObject):
             self._push(EpisodeDone(episode_id))
 
     def _database(self, path: Path) -> Any:
-        db = self._databases.get(path)
-        if db is None:
-            db = self._opener(path)
-            self._databases[path] = db
+        """The tool database of ``path``, opened by the runtime in force (on this thread)."""
+        with self._lock:
+            runtime = self._runtime
+        opened = self._databases.get(path)
+        if opened is not None and opened[0] is runtime:
+            return opened[1]
+        if opened is not None:  # opened under other settings: its time limit is the old one
+            del self._databases[path]
+            _close_database(opened[1])
+        db = runtime.open_database(path)
+        self._databases[path] = (runtime, db)
         return db
 
     @Slot()
     def close(self) -> None:
         """Close the databases and drop the engine, on the thread that owns them."""
         self._warm_cancel.set()
-        for db in self._databases.values():
-            try:
-                db.close()
-            except Exception:
-                log.debug("closing a tool database failed", exc_info=True)
+        for _runtime, db in self._databases.values():
+            _close_database(db)
         self._databases.clear()
         with self._lock:
             engine, self._engine = self._engine, None
         if engine is not None:
             close_engine(engine)
+
+
+def _close_database(db: Any) -> None:
+    try:
+        db.close()
+    except Exception:
+        log.debug("closing a tool database failed", exc_info=True)
 
 
 class AgentRunner(QObject):
@@ -358,17 +341,11 @@ class AgentRunner(QObject):
     _run = Signal(int, str, str, object, object)
     _load = Signal()
 
-    def __init__(
-        self,
-        engine_factory: EngineFactory | None,
-        episode_fn: EpisodeFn,
-        opener: DatabaseOpener,
-        parent: QObject | None = None,
-    ) -> None:
+    def __init__(self, runtime: Runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._thread = QThread()
         self._thread.setObjectName("agent")
-        self.worker = AgentWorker(engine_factory, episode_fn, opener)
+        self.worker = AgentWorker(runtime)
         self.worker.moveToThread(self._thread)
         self._run.connect(self.worker.run_episode)
         self._load.connect(self.worker.load_engine)
@@ -450,11 +427,14 @@ class AgentRunner(QObject):
     def load_engine(self) -> None:
         self._load.emit()
 
-    def set_engine_factory(self, factory: EngineFactory | None, episode_fn: EpisodeFn | None = None) -> None:
-        self.worker.set_engine_factory(factory, episode_fn)
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime the agent thread runs episodes with (the window's engine, prompt, limits)."""
+        return self.worker.runtime
 
-    def set_episode_fn(self, episode_fn: EpisodeFn) -> None:
-        self.worker.set_episode_fn(episode_fn)
+    def set_runtime(self, runtime: Runtime, keep_engine: bool = False) -> None:
+        """Hand the agent thread a new runtime (``AgentWorker.set_runtime``)."""
+        self.worker.set_runtime(runtime, keep_engine)
 
     def stop(self) -> None:
         self.worker.cancel(self._next_id)

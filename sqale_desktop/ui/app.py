@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QApplication
 from sqale_desktop import __version__
 from sqale_desktop.core import logs
 from sqale_desktop.core import settings as settings_mod
+from sqale_desktop.core.runtime import resolve
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.palette import apply_theme
 from sqale_desktop.ui.xcb_check import warn_if_xcb_cannot_load
@@ -47,22 +48,6 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     # The desktop entry's name: Wayland compositors use it as the app id to find the icon.
     app.setDesktopFileName("sqale-desktop")
     return app
-
-
-def resolve_engine(settings: settings_mod.Settings) -> tuple[Any, str, Any]:
-    """Settings -> (engine factory or None, description, episode function) for the window:
-    ``core.runtime.resolve``, the same decision the CLI's ``ask`` and ``eval run`` make.
-
-    The factory carries the protocol's prompt head (``WarmedFactory``): the agent thread warms
-    the system turn the episodes will start with as soon as the engine has loaded."""
-    from sqale_desktop.core.runtime import resolve
-    from sqale_desktop.ui.agent_runner import WarmedFactory
-
-    runtime = resolve(settings)
-    factory = runtime.factory
-    if factory is not None:
-        factory = WarmedFactory(factory, runtime.protocol.prompt_head(""))
-    return factory, runtime.description, runtime.episode
 
 
 QUIT_AFTER_SHOWN_ENV = "SQALE_DESKTOP_QUIT_AFTER_SHOWN"
@@ -183,8 +168,10 @@ def install_quit_hook(app: QApplication, window: MainWindow, opener: LaunchOpene
 
 
 def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -> MainWindow:
-    """The main window (on the demo database unless ``open_demo`` is False), engine from the
-    settings, history restored."""
+    """The main window (on the demo database unless ``open_demo`` is False), history restored.
+
+    Its runtime is :func:`resolve`'s (``core.runtime.resolve``: the same decision the CLI's ``ask``
+    and ``eval run`` make from the same settings), and it resolves again when they change."""
     from sqale_desktop.core.history import History
 
     loaded = settings_mod.load()
@@ -198,20 +185,18 @@ def build_main_window(first_run_offer: bool = True, *, open_demo: bool = True) -
         history = History()
     except Exception as exc:  # a broken history file must not stop the app
         history_error = str(exc)
-    factory, description, episode_fn = resolve_engine(settings)
-    window = MainWindow(settings, factory, episode_fn, history=history, resolve_engine=resolve_engine)
-    window.set_engine_factory(factory, description)
+    window = MainWindow(settings, history=history, resolve=resolve)
     if loaded.note:
         window.show_error(loaded.note)
     if history_error:
         window.show_error(f"Conversation history unavailable: {history_error}")
     if open_demo:
         window.restore_tabs()  # the tabs open last time; on a first run, the demo shop
-    if factory is not None:
+    if window.has_engine:
         # In the background, so the first question does not wait for it: loading, then the
         # protocol's system turn (restored from disk when an earlier launch saved it).
         window.runner.load_engine()
-    if factory is None and first_run_offer:
+    elif first_run_offer:
         QTimer.singleShot(300, window.offer_model_download)
     return window
 

@@ -74,7 +74,7 @@ class EpisodeController(QObject):
         not asked (None): the composer says why and goes back to a standalone question, the
         question still in the box.
         """
-        recording = runtime is not None and runtime.kind == "recording"
+        recording = runtime is not None and runtime.kind_facts.recording
         follow = page.chat.pending_follow_up() if runtime is None else None
         parent_view, thread = follow if follow is not None else (None, None)
         parent_entry = entry_of(parent_view) if parent_view is not None else None

@@ -37,8 +37,9 @@ from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.db.process import set_memory_limit_mb
+from sqale_desktop.core.engine_kinds import LLAMA, RECORDING, kind_of
 from sqale_desktop.core.imports import DIALOG_LABEL, DIALOG_PATTERNS
-from sqale_desktop.core.runtime import EngineFactory, EpisodeFn, Runtime
+from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.banners import BannerStack, ErrorBanner, ModelOffer
@@ -52,8 +53,8 @@ from sqale_desktop.ui.model_advice import ModelAdvice
 from sqale_desktop.ui.status_bar import StatusBar
 from sqale_desktop.ui.workers import TaskPool
 
-EngineResolver = Callable[[Settings], tuple[EngineFactory | None, str, EpisodeFn]]
-"""Settings -> (engine factory or None, status-bar description, episode function)."""
+Resolve = Callable[[Settings], Runtime]
+"""Settings -> the runtime they choose (the app's: ``core.runtime.resolve``)."""
 
 MODEL_MANAGER_ACTION = "Model &Manager…"
 """The Tools menu's entry for the model manager: every message names it "Tools → Model Manager…"."""
@@ -83,14 +84,19 @@ class MainWindow(QMainWindow):
     def __init__(
         self,
         settings: Settings | None = None,
-        engine_factory: EngineFactory | None = None,
-        episode_fn: EpisodeFn | None = None,
+        runtime: Runtime | None = None,
         history: Any = None,
-        resolve_engine: EngineResolver | None = None,
+        resolve: Resolve | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """``runtime``: the engine, prompt and limits the agent starts with (default: what
+        ``resolve``, else ``core.runtime.resolve``, makes of the settings).  ``resolve``: how a
+        change of the settings that concerns the engine gives a new runtime, as in the app;
+        without it the runtime keeps its engine (a test's scripted one) whatever they say.
+        Other changes (sampling, limits, rows) retune the runtime either way.
+        """
         super().__init__(parent)
-        self._resolve_engine = resolve_engine
+        self._resolve = resolve
         self.setWindowTitle("SQaLe Desktop")
         self.resize(1360, 840)
         self.setAcceptDrops(True)
@@ -98,23 +104,16 @@ class MainWindow(QMainWindow):
         set_memory_limit_mb(self.settings.query_memory_limit_mb)
         self.history = history
         self.pool = TaskPool(max_threads=3, parent=self)
-        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-        from sqale_desktop.core.runtime import open_tool_database
+        if runtime is None:
+            from sqale_desktop.core.runtime import resolve as resolve_settings
 
-        self.runner = AgentRunner(
-            engine_factory,
-            episode_fn or default_episode_fn(self.settings),
-            lambda path: open_tool_database(path, self.settings.query_time_limit_s),
-            self,
-        )
+            runtime = (resolve or resolve_settings)(self.settings)
+        self.runner = AgentRunner(runtime, self)
         self.episodes = EpisodeController(self.runner, history, self)
         self.episodes.running_changed.connect(self._refresh_ask_state)
         self.episodes.context_used.connect(self._context_used)
         self.episodes.finished.connect(self._episode_finished)
         self._closed = False
-        self.has_engine = engine_factory is not None
-        self.engine_description = "none installed" if engine_factory is None else "not loaded yet"
-        """The model in use as the status bar first names it (About shows it)."""
         self.recording_delay = RECORDING_DELAY_S
 
         self._build_ui()
@@ -122,10 +121,24 @@ class MainWindow(QMainWindow):
         self._build_menus()
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_scheme_changed)
         if not self.has_engine:
-            self.status.engine_state("failed", "none installed")
             self.status.model_label.setToolTip(
                 "No model is installed: Tools → Model Manager… downloads one. SQL works meanwhile."
             )
+        self._show_engine()
+
+    @property
+    def runtime(self) -> Runtime:
+        """The engine, prompt and limits the agent runs with (the agent thread keeps it)."""
+        return self.runner.runtime
+
+    @property
+    def has_engine(self) -> bool:
+        return self.runtime.factory is not None
+
+    @property
+    def engine_description(self) -> str:
+        """The model in use as the status bar first names it (About shows it)."""
+        return self.runtime.description
 
     # layout ---------------------------------------------------------------------------------
     def _build_ui(self) -> None:
@@ -355,7 +368,7 @@ class MainWindow(QMainWindow):
             page.banners.show_banner("recording", f"The recorded episode could not be read: {exc}", "error")
             return None
         completions, delay = tuple(recording.completions), self.recording_delay
-        choice = ModelChoice("recording", completions=completions, delay=delay)
+        choice = ModelChoice(RECORDING, completions=completions, delay=delay)
         return self._start_episode(page, recording.question, resolve(self.settings, choice))
 
     def _start_episode(self, page: DatabasePage, question: str, runtime: Runtime | None = None) -> int | None:
@@ -363,7 +376,7 @@ class MainWindow(QMainWindow):
         if episode_id is None:  # a follow-up the history refused: the page says why
             return None
         self.status.clear_context()
-        recording = runtime is not None and runtime.kind == "recording"
+        recording = runtime is not None and runtime.kind_facts.recording
         what = "Playing the recorded answer" if recording else "The agent is working"
         self.show_message(f"{what} in {page.display_name}…", page)  # never the last episode's "Stopped."
         self._refresh_ask_state()
@@ -393,7 +406,8 @@ class MainWindow(QMainWindow):
         (``core.runtime`` builds it so, the "context" banner says so), not ``settings.n_ctx``."""
         from sqale_desktop.core.models.gguf_info import effective_n_ctx
 
-        info = self._model_info if self.settings.engine == "llama" else None
+        kind = kind_of(self.settings.engine)
+        info = self._model_info if kind is not None and kind.model_file else None
         self.status.show_context(tokens, effective_n_ctx(info, self.settings.n_ctx))
 
     def _model_read(self, info: Any) -> None:
@@ -420,19 +434,19 @@ class MainWindow(QMainWindow):
             self.status.context_about = running
         self.databases.show_agent_state(running, self.has_engine)
 
-    def set_engine_factory(
-        self, factory: EngineFactory | None, description: str = "", episode_fn: EpisodeFn | None = None
-    ) -> None:
-        """Use another engine (settings changed, a model was installed); loads on next use."""
-        self.has_engine = factory is not None
-        self.engine_description = description or ("none installed" if factory is None else "not loaded yet")
-        self.runner.set_engine_factory(factory, episode_fn)
-        if factory is None:
-            self.status.engine_state("failed", "no model installed")
+    def use_runtime(self, runtime: Runtime) -> None:
+        """Use another runtime (settings changed, a model was installed); its engine loads on next use."""
+        self.runner.set_runtime(runtime)
+        self._show_engine()
+
+    def _show_engine(self) -> None:
+        """The status bar and the Ask buttons say which engine there is (or that there is none)."""
+        if self.has_engine:
+            self.status.model_label.setText(f"Model: {self.engine_description}")
         else:
-            self.status.model_label.setText(f"Model: {description or 'not loaded yet'}")
+            self.status.engine_state("failed", "no model installed")
         self._refresh_ask_state()
-        if self._resolve_engine is not None:  # the app's own engine choice: a model from the registry
+        if self._resolve is not None:  # the app's own engine choice: a model from the registry
             self.model_advice.check()
 
     # conversations --------------------------------------------------------------------------
@@ -494,26 +508,19 @@ class MainWindow(QMainWindow):
         old, self.settings = self.settings, new
         self._save_settings()
         self.databases.set_query_time_limit(new.query_time_limit_s)
-        self.runner.worker.set_time_limit(new.query_time_limit_s)
         set_memory_limit_mb(new.query_memory_limit_mb)
         if new.theme != old.theme:
             self._apply_theme(new.theme)
-        if any(getattr(old, name) != getattr(new, name) for name in MODEL_AFFECTING):
+        if self._resolve is not None and any(getattr(old, n) != getattr(new, n) for n in MODEL_AFFECTING):
             self.settings_changed()
         else:
-            self._keep_engine()
-
-    def _keep_engine(self) -> None:
-        """Sampling, row and query limits changed: the next episode uses them, the model stays loaded."""
-        if self._resolve_engine is None:
-            return
-        _factory, _description, episode_fn = self._resolve_engine(self.settings)
-        self.runner.set_episode_fn(episode_fn)
+            # Sampling, row and query limits: the next episode uses them, the model stays loaded.
+            self.runner.set_runtime(self.runtime.retune(new), keep_engine=True)
 
     def settings_changed(self) -> None:
         """Rebuild the engine from the settings (a new model, another server)."""
-        if self._resolve_engine is not None:
-            self.set_engine_factory(*self._resolve_engine(self.settings))
+        if self._resolve is not None:
+            self.use_runtime(self._resolve(self.settings))
 
     def show_models(self, start_suggested: bool = False) -> None:
         from sqale_desktop.ui.model_manager import ModelManagerDialog
@@ -537,7 +544,7 @@ class MainWindow(QMainWindow):
             self.offer.hide()
 
     def _use_model(self, model_id: str) -> None:
-        self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine="llama"))
+        self.apply_settings(dataclasses.replace(self.settings, model_id=model_id, engine=LLAMA))
 
     def _keep_model(self, model_id: str) -> None:
         """The model the local engine loads by default is now named in the settings; it stays loaded."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from sqale_desktop.core.engine_kinds import kind_of
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.banners import BannerStack
 from sqale_desktop.ui.database_page import DatabasePage
@@ -53,7 +54,8 @@ class ModelAdvice(QObject):
         self._banners.dismiss("fitness")
         self._banners.dismiss("context")
         settings = self._settings()
-        if settings.engine != "llama":
+        kind = kind_of(settings.engine)
+        if kind is None or not kind.model_file:  # no GGUF to read: a server, a replay
             return
         model_id, n_ctx = settings.model_id, settings.n_ctx
 

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sqale_desktop.core.engine_kinds import LLAMA, kind_of
 from sqale_desktop.core.models.catalog import (
     CATALOG,
     conversion_estimate,
@@ -70,7 +71,7 @@ class ModelManagerDialog(QDialog):
         registry: Registry | None = None,
         active_model_id: str = "",
         table_count: int | None = None,
-        engine: str = "llama",
+        engine: str = LLAMA,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Model Manager")  # the name of the menu item that opens it
@@ -217,7 +218,8 @@ class ModelManagerDialog(QDialog):
         """The model the app loads: the settings' choice when its file is there, else the oldest
         usable one, as ``core.runtime`` picks it (``Registry.usable``); "" when there is none, or
         when the app talks to a server."""
-        if self.engine != "llama":
+        kind = kind_of(self.engine)
+        if kind is None or not kind.model_file:
             return ""
         try:
             record = self.registry.usable(self.active_model_id or None)

@@ -1,4 +1,7 @@
-"""The settings dialog: engine, server, hardware, context, sampling, limits, theme.
+"""The settings dialog: engine, server, hardware, context, sampling, limits, files, theme.
+
+One method builds each group of rows, in the order the form shows them; the engines offered and
+what each one needs (a server URL, local hardware) come from ``core.engine_kinds``.
 
 Defaults come from ``core.settings`` (the model card's sampling, a 16k context).  The server's API
 key goes to the keyring through ``core.secrets``, never into the settings file; without a keyring
@@ -26,13 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from sqale_desktop.core import secrets
+from sqale_desktop.core.engine_kinds import KINDS, SERVER, kind_of
 from sqale_desktop.core.imports import cache_bound
 from sqale_desktop.core.models.gpu import known_gpus
 from sqale_desktop.core.providers import DEFAULT_PRICES, PROVIDERS, provider_for
 from sqale_desktop.core.settings import LIMITS, Settings
 from sqale_desktop.core.units import format_bytes
 
-ENGINE_LABELS = {"llama": "Local model (llama.cpp, in this app)", "openai": "OpenAI-compatible server"}
 GPU_LABELS = {"auto": "Automatic", "all": "All layers", "none": "None (CPU only)"}
 
 
@@ -68,12 +71,38 @@ class SettingsDialog(QDialog):
         self.setMinimumWidth(560)
         self._original = settings
         form = QFormLayout()
+        self._engine_rows(form, settings)
+        self._secret_rows(form)
+        self._hardware_rows(form, settings)
+        self._sampling_rows(form, settings)
+        self._limit_rows(form, settings)
+        self._file_rows(form, settings)
+        self._appearance_rows(form, settings)
 
+        defaults = QPushButton("Model card defaults", self)
+        defaults.setToolTip("Sampling and context as the model card recommends")
+        defaults.clicked.connect(self.reset_sampling)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.addButton(defaults, QDialogButtonBox.ButtonRole.ResetRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        self.message = QLabel("", self)
+        self.message.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.keyring_note)
+        layout.addWidget(self.message)
+        layout.addWidget(buttons)
+        self._engine_changed()
+
+    def _engine_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """The engine and the server it may talk to (a provider's preset, URL, model, prices)."""
         self.engine = QComboBox(self)
-        for key, label in ENGINE_LABELS.items():
-            self.engine.addItem(label, key)
-        if settings.engine not in ENGINE_LABELS:
-            self.engine.addItem(settings.engine, settings.engine)
+        for key, kind in KINDS.items():
+            if kind.offered or key == settings.engine:  # one the dialog does not offer, if chosen
+                self.engine.addItem(kind.label, key)
         self.engine.setCurrentIndex(self.engine.findData(settings.engine))
         self.engine.currentIndexChanged.connect(self._engine_changed)
         form.addRow("Engine", self.engine)
@@ -96,6 +125,9 @@ class SettingsDialog(QDialog):
         self.server_model.setPlaceholderText("(the server's first model)")
         form.addRow("Model id", self.server_model)
         form.addRow("Prices", self._prices_row(settings))
+
+    def _secret_rows(self, form: QFormLayout) -> None:
+        """The server's API key and the Hugging Face token: read from and kept in the keyring."""
         self.api_key = QLineEdit(self)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("(none)")
@@ -117,6 +149,8 @@ class SettingsDialog(QDialog):
         self.keyring_note.setWordWrap(True)
         self.keyring_note.setObjectName("keyringNote")
 
+    def _hardware_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """Where a local model runs: GPU layers and device, CPU threads, speculative decoding."""
         gpu_row = QWidget(self)
         gpu_layout = QHBoxLayout(gpu_row)
         gpu_layout.setContentsMargins(0, 0, 0, 0)
@@ -147,7 +181,6 @@ class SettingsDialog(QDialog):
             "devices llama.cpp found when the model last loaded."
         )
         form.addRow("GPU device", self.gpu_device)
-
         self.threads = _int("n_threads", settings.n_threads, special="Automatic (one per core)")
         self.threads.setToolTip(
             "Automatic uses one thread per physical core, the fastest on an idle computer, and "
@@ -165,6 +198,9 @@ class SettingsDialog(QDialog):
             "Automatic stops proposing where it does not pay on this computer."
         )
         form.addRow("Speculative decoding", self.speculation)
+
+    def _sampling_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """The context and the sampling, as the model card recommends them by default."""
         self.n_ctx = _int("n_ctx", settings.n_ctx, 1024)
         form.addRow("Context (tokens)", self.n_ctx)
         self.temperature = _double("temperature", settings.temperature, 0.05)
@@ -175,6 +211,9 @@ class SettingsDialog(QDialog):
         form.addRow("Top-k", self.top_k)
         self.min_p = _double("min_p", settings.min_p, 0.01)
         form.addRow("Min-p", self.min_p)
+
+    def _limit_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """What a query, a turn's tools and an answer may take."""
         self.time_limit = _double("query_time_limit_s", settings.query_time_limit_s, 1.0, 1)
         self.time_limit.setSuffix(" s")
         form.addRow("Query time limit", self.time_limit)
@@ -191,6 +230,9 @@ class SettingsDialog(QDialog):
         form.addRow("Query memory limit", self.memory_limit)
         self.max_rows = _int("max_rows", settings.max_rows, 100)
         form.addRow("Max rows in an answer", self.max_rows)
+
+    def _file_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """The imported files' cache and size limit, and how exports treat formulas."""
         form.addRow("Import cache", self._cache_row(settings))
         self.write_limit = _int("import_write_limit_mb", settings.import_write_limit_mb, 256)
         self.write_limit.setSuffix(" MB")
@@ -206,29 +248,14 @@ class SettingsDialog(QDialog):
             "spreadsheet shows them as text instead of running them. Off: the data round-trips as it is."
         )
         form.addRow("Exports", self.csv_formulas)
+
+    def _appearance_rows(self, form: QFormLayout, settings: Settings) -> None:
+        """The theme."""
         self.theme = QComboBox(self)
         for key in ("system", "light", "dark"):
             self.theme.addItem(key.capitalize() if key != "system" else "Follow the system", key)
         self.theme.setCurrentIndex(self.theme.findData(settings.theme))
         form.addRow("Appearance", self.theme)
-
-        defaults = QPushButton("Model card defaults", self)
-        defaults.setToolTip("Sampling and context as the model card recommends")
-        defaults.clicked.connect(self.reset_sampling)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.addButton(defaults, QDialogButtonBox.ButtonRole.ResetRole)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.message = QLabel("", self)
-        self.message.setWordWrap(True)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.keyring_note)
-        layout.addWidget(self.message)
-        layout.addWidget(buttons)
-        self._engine_changed()
 
     def _cache_row(self, settings: Settings) -> QWidget:
         """The imported files' cache: its bound, what it holds now, and Clear."""
@@ -292,7 +319,7 @@ class SettingsDialog(QDialog):
         provider = PROVIDERS.get(str(self.provider.currentData() or ""))
         if provider is None:
             return
-        self.engine.setCurrentIndex(self.engine.findData("openai"))
+        self.engine.setCurrentIndex(self.engine.findData(SERVER))
         self.server_url.setText(provider.base_url)
         self.server_model.setText(provider.model)
         self.price_input.setValue(provider.prices.input)
@@ -305,10 +332,11 @@ class SettingsDialog(QDialog):
         )
 
     def _engine_changed(self) -> None:
-        server = self.engine.currentData() == "openai"
+        kind = kind_of(str(self.engine.currentData()))
+        server = kind is not None and kind.server
         server_widgets: tuple[QWidget, ...] = (self.server_url, self.api_key, self.server_model)
         for widget in server_widgets:
-            widget.setEnabled(server)
+            widget.setEnabled(kind is not None and kind.needs_url)
         local_widgets: tuple[QWidget, ...] = (self.gpu_mode, self.gpu_device, self.threads, self.speculation)
         for widget in local_widgets:
             widget.setEnabled(not server)

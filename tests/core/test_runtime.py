@@ -92,6 +92,42 @@ def test_the_database_gets_the_settings_time_limit(chinook: Path) -> None:
         db.close()
 
 
+def test_a_retuned_runtime_keeps_its_engine_and_follows_the_new_settings(
+    tmp_path: Path, chinook: Path
+) -> None:
+    """What the window does with a change that does not concern the engine: the same factory, the
+    protocol as :func:`resolve` builds it for the new settings, their query time limit."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    (tmp_path / "sqale_agent.py").write_text('SYSTEM_PROMPT = "Mine."\nUSER_TEMPLATE = "Q: {question}"\n')
+    choice = ModelChoice("llama", model_path=gguf)
+    runtime = resolve(Settings(), choice)
+    new = dataclasses.replace(Settings(), temperature=0.2, top_k=5, max_rows=3, query_time_limit_s=2.5)
+    retuned = runtime.retune(new)
+    assert retuned.factory is runtime.factory and retuned.description == runtime.description
+    assert retuned.protocol == resolve(new, choice).protocol and retuned.protocol.system_prompt == "Mine."
+    assert (retuned.protocol.sampling.temperature, retuned.protocol.sampling.top_k) == (0.2, 5)
+    assert retuned.settings is new and runtime.settings == Settings()
+    db = retuned.open_database(chinook)
+    try:
+        assert db.time_limit_s == 2.5
+    finally:
+        db.close()
+
+
+def test_what_each_kind_means_is_read_from_one_table() -> None:
+    from sqale_desktop.core.engine_kinds import KINDS, SETTINGS_ENGINES, kind_of
+    from sqale_desktop.core.runtime import COMMAND_ENGINES, ENGINES
+
+    assert list(KINDS) == list(ENGINES)  # every kind has a builder, every builder a meaning
+    assert SETTINGS_ENGINES == COMMAND_ENGINES == ("llama", "openai", "replay")
+    assert [k for k, kind in KINDS.items() if kind.recording] == ["recording"]
+    assert [k for k, kind in KINDS.items() if kind.model_file] == ["llama"]
+    assert [k for k, kind in KINDS.items() if kind.server and kind.needs_url] == ["openai"]
+    assert kind_of("openai") is KINDS["openai"] and kind_of("gpt") is None
+    assert resolve(Settings(), ModelChoice("recording", completions=("a",))).kind_facts.recording
+
+
 def test_every_kind_is_built_from_the_one_table(tmp_path: Path) -> None:
     from sqale_desktop.core.runtime import ENGINES
 

@@ -48,6 +48,17 @@ def test_recent_databases_most_recent_first_unique_and_capped() -> None:
     assert len(set(s.recent_databases)) == len(s.recent_databases)
 
 
+@pytest.mark.parametrize(
+    ("named", "read"), [("openai", "openai"), ("replay", "replay"), ("recording", "llama")]
+)
+def test_the_engine_is_one_of_the_kinds_the_settings_may_name(named: str, read: str) -> None:
+    """``core.engine_kinds`` says which kinds those are: the recording is played from the chat only."""
+    settings.settings_path().write_text(json.dumps({"engine": named}))
+    result = settings.load()
+    assert result.settings.engine == read
+    assert (result.note is None) == (named == read)
+
+
 def test_unknown_keys_tolerated_and_bad_values_reported() -> None:
     path = settings.settings_path()
     path.write_text(

@@ -81,6 +81,7 @@ def make_window(qtbot: Any, tmp_path: Path) -> Iterator[WindowFactory]:
     from sqale_desktop.core.settings import Settings
     from sqale_desktop.ui.main_window import MainWindow
     from tests.ui.replay_scripts import chinook_script
+    from tests.ui.runtimes import scripted
 
     windows: list[MainWindow] = []
 
@@ -88,8 +89,11 @@ def make_window(qtbot: Any, tmp_path: Path) -> Iterator[WindowFactory]:
         script: list[str] | None = None, delay: float = 0.0, history: History | None = None
     ) -> MainWindow:
         completions = script if script is not None else chinook_script()
-        factory = (lambda: ReplayEngine(completions, chunk_chars=6, delay=delay)) if script != [] else None
-        window = MainWindow(Settings(), factory, history=history or History(tmp_path / "history.sqlite"))
+        # No script: the window's own runtime, which finds no model in the test's settings folder.
+        runtime = (
+            scripted(lambda: ReplayEngine(completions, chunk_chars=6, delay=delay)) if script != [] else None
+        )
+        window = MainWindow(Settings(), runtime, history=history or History(tmp_path / "history.sqlite"))
         qtbot.addWidget(window)
         window.show()
         windows.append(window)

@@ -10,10 +10,11 @@ import pytest
 from sqale_desktop.core.agent.events import Episode, Event, TurnStarted
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.history import History
-from sqale_desktop.core.runtime import ModelChoice, episode_fn, open_tool_database, resolve
+from sqale_desktop.core.runtime import ModelChoice, resolve
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
 from sqale_desktop.ui.episode_controller import EpisodeController
+from tests.ui.runtimes import scripted
 
 SCRIPT = [
     '</think>{"tool": "list_tables"}',
@@ -64,7 +65,7 @@ def test_events_reach_the_asking_page_and_the_history(
         assert not recording, "a recording must not use the model"
         return ReplayEngine(SCRIPT)
 
-    runner = AgentRunner(model, episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
+    runner = AgentRunner(scripted(model))
     controller = EpisodeController(runner, history)
     asking, other = FakePage(chinook, conversation.id), FakePage(chinook, None)
     finished: list[tuple[Any, Any, str, bool]] = []

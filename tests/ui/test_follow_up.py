@@ -15,6 +15,7 @@ from sqale_desktop.core.history import History
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.main_window import MainWindow
 from tests.ui.replay_scripts import chinook_script
+from tests.ui.runtimes import scripted
 from tests.ui.windows import open_page
 
 CLICK = Qt.MouseButton.LeftButton
@@ -30,7 +31,7 @@ def window(qtbot: Any, history: History) -> Iterator[MainWindow]:
     """A window whose replay engine has room for threads (n_ctx 65,536): follow-ups continue."""
     made = MainWindow(
         Settings(),
-        lambda: ReplayEngine(chinook_script(), chunk_chars=6, delay=0.005, n_ctx=65536),
+        scripted(lambda: ReplayEngine(chinook_script(), chunk_chars=6, delay=0.005, n_ctx=65536)),
         history=history,
     )
     qtbot.addWidget(made)
@@ -118,7 +119,7 @@ def test_a_thread_that_outgrows_the_context_is_carried_and_the_card_says_so(
 ) -> None:
     small = MainWindow(
         Settings(),
-        lambda: ReplayEngine(chinook_script(), chunk_chars=6, n_ctx=8192),
+        scripted(lambda: ReplayEngine(chinook_script(), chunk_chars=6, n_ctx=8192)),
         history=history,
     )
     qtbot.addWidget(small)

@@ -12,10 +12,12 @@ from PySide6.QtCore import Qt
 
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.history import History
+from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.chat_widgets import NO_CALL_NOTE, cut_note, ended_by_status
 from sqale_desktop.ui.main_window import MainWindow
 from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, call, chinook_script, turn
+from tests.ui.runtimes import scripted
 from tests.ui.windows import WindowFactory, ask, open_page, settle, smollm2
 
 
@@ -106,19 +108,15 @@ def test_settings_that_do_not_concern_the_model_keep_it_loaded(
 ) -> None:
     built: list[int] = []
 
-    def resolve(settings: Settings) -> tuple[Any, str, Any]:
-        from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-
+    def resolve(settings: Settings) -> Runtime:
         def factory() -> ReplayEngine:
             built.append(settings.n_ctx)
             return ReplayEngine(chinook_script(thinking_words=10))
 
-        return factory, "replay", default_episode_fn(settings)
+        return scripted(factory, settings)
 
-    settings = Settings()
-    factory, _description, episode_fn = resolve(settings)
     history = History(tmp_path / "h.sqlite")
-    window = MainWindow(settings, factory, episode_fn, history, resolve_engine=resolve)
+    window = MainWindow(Settings(), history=history, resolve=resolve)
     qtbot.addWidget(window)
     try:
         page = open_page(qtbot, window, chinook)
@@ -148,17 +146,16 @@ def test_a_model_that_is_not_an_agent_is_flagged_before_the_first_question(
     qtbot: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     from sqale_desktop.core.models.registry import Registry
-    from sqale_desktop.ui.app import resolve_engine
+    from sqale_desktop.core.runtime import resolve
 
     record = Registry().import_file(smollm2())
     settings = Settings(model_id=record.id)
-    factory, description, episode_fn = resolve_engine(settings)
     history = History(tmp_path / "h.sqlite")
-    window = MainWindow(settings, factory, episode_fn, history, resolve_engine=resolve_engine)
+    window = MainWindow(settings, history=history, resolve=resolve)  # as the app builds it
     qtbot.addWidget(window)
     try:
         with qtbot.waitSignal(window.model_checked, timeout=10_000) as blocker:
-            window.set_engine_factory(factory, description)
+            window.settings_changed()  # the models changed: the runtime is resolved again
         assert blocker.args[0].architecture == "llama"
         texts = window.model_banners.texts()
         assert "not one of the SQaLe agents" in texts["fitness"]

@@ -19,13 +19,14 @@ from sqale_desktop.core.history import History
 from sqale_desktop.core.models import hub
 from sqale_desktop.core.models.catalog import SQALE, SYNSQL
 from sqale_desktop.core.models.registry import Registry
-from sqale_desktop.core.runtime import episode_fn as default_episode_fn
+from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.main_window import MainWindow
 from sqale_desktop.ui.model_manager import ModelManagerDialog
 from sqale_desktop.ui.workers import TaskPool
 from tests.core.models.fakehub import FakeHub, FakeRepo
 from tests.ui.replay_scripts import chinook_script
+from tests.ui.runtimes import scripted
 from tests.ui.windows import smollm2
 
 GGUF_REPO = "someone/qwen3.5-2b-grpo-synsql-GGUF"
@@ -177,14 +178,14 @@ def window_with_models(qtbot: Any, tmp_path: Path, resolved: list[Settings]) -> 
     """A window whose engine comes from a resolver (as ``run_app`` builds it), counting each
     rebuild: a rebuild is what drops the loaded model."""
 
-    def resolve(settings: Settings) -> tuple[Any, str, Any]:
+    def resolve(settings: Settings) -> Runtime:
         resolved.append(settings)
-        return (lambda: ReplayEngine(chinook_script())), "replay", default_episode_fn(settings)
+        return scripted(lambda: ReplayEngine(chinook_script()), settings)
 
     window = MainWindow(
         Settings(),
-        lambda: ReplayEngine(chinook_script()),
-        resolve_engine=resolve,
+        scripted(lambda: ReplayEngine(chinook_script())),
+        resolve=resolve,
         history=History(tmp_path / "history.sqlite"),
     )
     qtbot.addWidget(window)

@@ -1,10 +1,11 @@
 """The window, ``ask`` and ``eval run`` answer the same question the same way (``core.runtime``).
 
 One scripted server, one settings file: the same question goes through the window's agent thread
-(``ui.app.resolve_engine`` -> the window's ``AgentRunner`` and tool-database opener, no window
-shown), through ``ask --json`` and through ``eval run``, and what reached the model — every
-prompt, byte for byte, every sampling parameter — is compared, together with the query time
-limit the tools ran under (it is in a tool result the model reads) and the answer's row cap.
+(the runtime ``core.runtime.resolve`` makes of the settings, kept by the window's ``AgentRunner``:
+its engine and tool-database opener; no window shown), through ``ask --json`` and through ``eval
+run``, and what reached the model — every prompt, byte for byte, every sampling parameter — is
+compared, together with the query time limit the tools ran under (it is in a tool result the model
+reads) and the answer's row cap.
 """
 
 from __future__ import annotations
@@ -54,10 +55,7 @@ def memory_key() -> Iterator[None]:
 
 def window_episode(qtbot: Any, settings: settings_mod.Settings, db: Path) -> Episode:
     """One question through the window's own agent thread and tool-database opener."""
-    from sqale_desktop.ui.app import resolve_engine
-
-    factory, _description, episode_fn = resolve_engine(settings)
-    window = MainWindow(settings, factory, episode_fn)
+    window = MainWindow(settings, resolve=resolve)  # as the app builds it
     qtbot.addWidget(window)
     runner = window.runner
     items: list[Any] = []

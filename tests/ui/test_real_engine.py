@@ -34,16 +34,21 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
     # waiting on a descheduled sibling thread when other processes share the two cores.
     brief = dataclasses.replace(choice.protocol, system_prompt="Answer questions about a SQLite database.")
     short = dataclasses.replace(brief, tool_turns=1, tool_turn_tokens=24, final_turn_tokens=24)
-    window = MainWindow(
-        settings, choice.factory, default_episode_fn(settings, short), History(tmp_path / "h.sqlite")
-    )
+    runtime = dataclasses.replace(choice, protocol=short, episode=default_episode_fn(settings, short))
+    window = MainWindow(settings, runtime, History(tmp_path / "h.sqlite"))
     qtbot.addWidget(window)
     window.show()
     with qtbot.waitSignal(window.database_opened, timeout=10_000) as opened:
         window.open_database(chinook)
     page = opened.args[0]
     load_progress: list[int] = []
-    window.runner.load_progress.connect(load_progress.append)
+    bar_maxima: list[int] = []  # the status bar's, once it has shown each figure
+
+    def progressed(value: int) -> None:
+        load_progress.append(value)
+        bar_maxima.append(window.status.model_progress.maximum())
+
+    window.runner.load_progress.connect(progressed)
 
     with qtbot.waitSignal(window.episode_finished, timeout=120_000) as finished:
         window.ask(page, "How many tracks are there?")
@@ -68,12 +73,16 @@ def test_real_model_loads_on_the_agent_thread_streams_and_stops(
     assert window.status.model_label.text().startswith(f"Model loaded · local CPU ({cpu}; ")
     # Loading showed real progress (reading the file, then llama.cpp), not only a busy indicator.
     assert len(load_progress) > 1 and load_progress == sorted(load_progress)
-    assert load_progress[-1] == 1000 and window.status.model_progress.maximum() == 1000
+    # (then "Preparing the model…" while the system turn is warmed, a busy indicator again)
+    assert load_progress[-1] == 1000 and bar_maxima[-1] == 1000
     view = page.chat.episodes[-1]
     assert sum(len(t.thinking.plain_text()) for t in view.turns.values()) > 0  # text streamed in
 
     long_turns = dataclasses.replace(brief, tool_turn_tokens=2048, final_turn_tokens=2048)
-    window.runner.set_episode_fn(default_episode_fn(settings, long_turns))
+    longer = dataclasses.replace(
+        runtime, protocol=long_turns, episode=default_episode_fn(settings, long_turns)
+    )
+    window.runner.set_runtime(longer, keep_engine=True)
     with qtbot.waitSignal(window.episode_finished, timeout=120_000) as stopped:
         window.ask(page, "List every customer and what they bought, in detail.")
         qtbot.waitUntil(

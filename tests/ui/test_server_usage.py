@@ -97,14 +97,11 @@ def test_the_preset_fills_the_providers_url_model_and_prices_and_the_key_goes_to
 def test_each_answer_card_shows_the_servers_tokens_and_their_cost(
     qtbot: Any, chinook: Path, tmp_path: Path, server: tuple[str, Script], memory_key: None
 ) -> None:
-    from sqale_desktop.ui.app import resolve_engine
-
     url, script = server
     settings = dataclasses.replace(
         settings_mod.Settings(), engine="openai", server_url=url, server_model=FEATHERLESS.model
     )
-    factory, _description, episode_fn = resolve_engine(settings)
-    window = MainWindow(settings, factory, episode_fn, history=History(tmp_path / "history.sqlite"))
+    window = MainWindow(settings, history=History(tmp_path / "history.sqlite"))  # the settings' runtime
     qtbot.addWidget(window)
     window.show()
     try:

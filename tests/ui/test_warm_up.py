@@ -2,7 +2,7 @@
 
 A replay engine with a ``warm_up`` that holds until released shows the order (load, "Preparing the
 model…", the warm-up, then the queued question) without timing; the real tiny qwen35 model through
-the app's own ``resolve_engine`` shows the turn warmed and saved where the next launch finds it.
+the runtime the app resolves shows the turn warmed and saved where the next launch finds it.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from sqale_desktop.core.agent.events import EpisodeEnded, EpisodeStarted
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import WarmUp
 from sqale_desktop.core.engines.replay import ReplayEngine, ReplaySession
-from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-from sqale_desktop.core.runtime import open_tool_database
 from sqale_desktop.core.settings import Settings
-from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EventItem, WarmedFactory
+from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EventItem
 from tests.ui.replay_scripts import CHINOOK_ANSWER_SQL, chinook_script
+from tests.ui.runtimes import scripted
 
 PROMPT = AgentProtocol().prompt_head("")
 
@@ -50,8 +49,7 @@ class WarmingEngine(ReplayEngine):
 
 def test_a_question_asked_during_the_warm_up_is_answered_after_it(qtbot: Any, chinook: Path) -> None:
     engine = WarmingEngine(chinook_script(thinking_words=9))
-    factory = WarmedFactory(lambda: engine, PROMPT)
-    runner = AgentRunner(factory, default_episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
+    runner = AgentRunner(scripted(lambda: engine))
     states: list[tuple[str, str]] = []
     runner.engine_state.connect(lambda state, text: states.append((state, text)))
     items: list[Any] = []
@@ -81,32 +79,58 @@ def test_a_question_asked_during_the_warm_up_is_answered_after_it(qtbot: Any, ch
 
 def test_shutdown_cancels_a_warm_up_under_way(qtbot: Any) -> None:
     engine = WarmingEngine([])
-    runner = AgentRunner(
-        WarmedFactory(lambda: engine, PROMPT),
-        default_episode_fn(Settings()),
-        lambda p: open_tool_database(p, 5.0),
-    )
+    runner = AgentRunner(scripted(lambda: engine))
     runner.load_engine()
     qtbot.waitUntil(engine.warming.is_set, timeout=10_000)
     assert runner.shutdown(timeout_ms=5_000)
     assert engine.cancelled
 
 
-def test_a_plain_factory_or_an_engine_without_warm_up_is_not_warmed(qtbot: Any) -> None:
-    engine = WarmingEngine([])
-    for factory in (lambda: engine, WarmedFactory(lambda: ReplayEngine([]), PROMPT)):
-        runner = AgentRunner(factory, default_episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
-        states: list[str] = []
-        runner.engine_state.connect(lambda state, _text, states=states: states.append(state))
-        try:
-            with qtbot.waitSignal(
-                runner.engine_state, timeout=10_000, check_params_cb=lambda s, _t: s == "ready"
-            ):
-                runner.load_engine()
-        finally:
-            assert runner.shutdown()
-        assert states == ["loading", "ready"]
-    assert engine.log == []
+def test_an_engine_without_a_warm_up_is_only_loaded(qtbot: Any) -> None:
+    runner = AgentRunner(scripted(lambda: ReplayEngine([])))
+    states: list[str] = []
+    runner.engine_state.connect(lambda state, _text: states.append(state))
+    try:
+        with qtbot.waitSignal(
+            runner.engine_state, timeout=10_000, check_params_cb=lambda s, _t: s == "ready"
+        ):
+            runner.load_engine()
+    finally:
+        assert runner.shutdown()
+    assert states == ["loading", "ready"]  # no "Preparing the model…"
+
+
+def test_a_kept_engine_is_not_warmed_again_and_a_new_one_is(qtbot: Any, chinook: Path) -> None:
+    """``set_runtime``: ``keep_engine`` keeps the loaded, warmed engine as it is (the next episode
+    runs on it); a change that concerns the engine drops it, and the next load warms the new one."""
+    engines: list[WarmingEngine] = []
+
+    def factory() -> WarmingEngine:
+        engines.append(WarmingEngine(chinook_script(thinking_words=9)))
+        engines[-1].release.set()
+        return engines[-1]
+
+    def load() -> None:
+        with qtbot.waitSignal(
+            runner.engine_state, timeout=10_000, check_params_cb=lambda s, _t: s == "ready"
+        ):
+            runner.load_engine()
+
+    runner = AgentRunner(scripted(factory))
+    items: list[Any] = []
+    try:
+        load()
+        runner.set_runtime(runner.runtime.retune(Settings(temperature=0.1)), keep_engine=True)
+        runner.ask("Which artists have the most albums?", chinook)
+        qtbot.waitUntil(
+            lambda: items.extend(runner.drain()) or any(isinstance(i, EpisodeDone) for i in items),
+            timeout=30_000,
+        )
+        runner.set_runtime(scripted(factory, Settings(n_ctx=8192)))
+        load()
+    finally:
+        assert runner.shutdown()
+    assert [engine.log for engine in engines] == [[f"warm:{PROMPT}", "episode"], [f"warm:{PROMPT}"]]
 
 
 def test_the_app_warms_the_protocols_system_turn_of_the_real_model(qtbot: Any, tmp_path: Path) -> None:
@@ -114,14 +138,12 @@ def test_the_app_warms_the_protocols_system_turn_of_the_real_model(qtbot: Any, t
     from sqale_desktop.core.engines.llama.prefix_store import PrefixStore
     from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
     from sqale_desktop.core.models.registry import Registry
-    from sqale_desktop.ui.app import resolve_engine
+    from sqale_desktop.core.runtime import resolve
 
     record = Registry().import_file(write_qwen35_gguf(tmp_path / "tiny-qwen35.gguf", TINY_SHAPE, seed=3))
     settings = Settings(model_id=record.id, n_ctx=4096, n_threads=1, gpu_layers="none")
-    factory, _description, episode_fn = resolve_engine(settings)
-    assert isinstance(factory, WarmedFactory) and factory.prompt.startswith("<|im_start|>system\n")
     for launch in ("first", "second"):
-        runner = AgentRunner(factory, episode_fn, lambda p: open_tool_database(p, 5.0))
+        runner = AgentRunner(resolve(settings))  # what the app's window starts with
         try:
             with qtbot.waitSignal(
                 runner.engine_state, timeout=60_000, check_params_cb=lambda s, _t: s == "ready"

@@ -10,10 +10,9 @@ import pytest
 
 from sqale_desktop.core.agent.events import TextDelta, ToolCalled
 from sqale_desktop.core.engines.replay import ReplayEngine
-from sqale_desktop.core.runtime import episode_fn as default_episode_fn
-from sqale_desktop.core.runtime import open_tool_database
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, merge_deltas
 from sqale_desktop.ui.workers import TaskPool
+from tests.ui.runtimes import scripted
 
 
 def test_a_failing_job_reports_its_exception(qtbot: Any) -> None:
@@ -129,14 +128,13 @@ def test_agent_failures_are_reported_not_swallowed(
     qtbot: Any, chinook: Path, tmp_path: Path, failure: str
 ) -> None:
     from sqale_desktop.core.engines.base import EngineError
-    from sqale_desktop.core.settings import Settings
 
     def broken_engine() -> Any:
         raise EngineError("the model file is unreadable")
 
     factory = broken_engine if failure == "engine" else (lambda: ReplayEngine([]))
     target = chinook if failure == "engine" else tmp_path / "missing.sqlite"
-    runner = AgentRunner(factory, default_episode_fn(Settings()), lambda p: open_tool_database(p, 5.0))
+    runner = AgentRunner(scripted(factory))
     states: list[tuple[str, str]] = []
     runner.engine_state.connect(lambda state, text: states.append((state, text)))
     runner.ask("How many tracks?", target)
@@ -187,9 +185,7 @@ def test_stop_reaches_a_running_query_through_the_cancel_flag_alone(qtbot: Any, 
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
     script = ["</think>" + json.dumps({"tool": "run_query", "args": {"sql": endless}})]
     # 120 s: only the interrupt can end this query within the wait below.
-    runner = AgentRunner(
-        lambda: ReplayEngine(script), default_episode_fn(Settings()), lambda p: open_tool_database(p, 120.0)
-    )
+    runner = AgentRunner(scripted(lambda: ReplayEngine(script), Settings(query_time_limit_s=120.0)))
     try:
         runner.ask("q", chinook)
         items: list[Any] = []
@@ -209,3 +205,48 @@ def test_stop_reaches_a_running_query_through_the_cancel_flag_alone(qtbot: Any, 
         assert runner.shutdown()
     ended = [i.event for i in items if isinstance(i, EventItem) and isinstance(i.event, EpisodeEnded)]
     assert [e.episode.ended_by for e in ended] == ["cancelled"]
+
+
+def test_the_tools_run_under_the_time_limit_of_the_runtime_in_force(qtbot: Any, chinook: Path) -> None:
+    """The query time limit reaches the agent's tools through ``Runtime.open_database`` only: after
+    ``set_runtime`` the tool database is opened again under the new limit, and the model stays."""
+    import json
+
+    from sqale_desktop.core.agent.events import EpisodeEnded
+    from sqale_desktop.core.settings import Settings
+
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    script = [
+        "</think>" + json.dumps({"tool": "run_query", "args": {"sql": endless}}),
+        "</think>" + json.dumps({"tool": "submit_sql", "args": {"sql": "SELECT 1"}}),
+    ]
+    built: list[ReplayEngine] = []
+
+    def factory() -> ReplayEngine:
+        built.append(ReplayEngine(script))
+        return built[-1]
+
+    runner = AgentRunner(scripted(factory, Settings(query_time_limit_s=0.5)))
+    outputs: list[str] = []
+    try:
+        for limit in (0.5, 1.5):
+            if limit != runner.runtime.settings.query_time_limit_s:
+                retuned = runner.runtime.retune(Settings(query_time_limit_s=limit))
+                runner.set_runtime(retuned, keep_engine=True)
+            items: list[Any] = []
+            runner.ask("How many?", chinook)
+            qtbot.waitUntil(
+                lambda items=items: (
+                    items.extend(runner.drain()) or any(isinstance(i, EpisodeDone) for i in items)
+                ),
+                timeout=30_000,
+            )
+            [ended] = [
+                i.event for i in items if isinstance(i, EventItem) and isinstance(i.event, EpisodeEnded)
+            ]
+            outputs.append(ended.episode.turns[0].calls[0].output)
+    finally:
+        assert runner.shutdown()
+    assert "ran past the 0.5 s time limit" in outputs[0]
+    assert "ran past the 1.5 s time limit" in outputs[1]
+    assert len(built) == 1  # the same model answered both

@@ -52,13 +52,13 @@ def open_engines(
     Raises a known error for scripts or a model that cannot be read.
     """
     facts: dict[str, Any] = {"kind": runtime.kind, "parameters": parameters}
-    if runtime.kind == "replay":
+    if runtime.kind_facts.per_question:
         from sqale_desktop.core.eval.replay import gold_script, load_scripts, replay_engine_for
 
         facts["replay"] = replay
         scripts: Any = gold_script if replay in (None, GOLD) else load_scripts(Path(replay))
         return RunEngines(replay_engine_for(scripts), facts, runtime.protocol)
-    if runtime.kind == "openai":
+    if runtime.kind_facts.server:
         others = [dataclasses.replace(runtime.choice, base_url=url) for url in base_urls[1:]]
         runtimes = [runtime] + [resolve(runtime.settings, choice) for choice in others]
         built = [r.factory() for r in runtimes if r.factory is not None]
