@@ -27,14 +27,7 @@ def unique_columns(headers: list[str]) -> list[str]:
     taken: set[str] = set()
     out: list[str] = []
     for position, raw in enumerate(headers, start=1):
-        base = clean(raw) or f"column_{position}"
-        name = base
-        n = 2
-        while name.casefold() in taken:
-            name = f"{base}_{n}"
-            n += 1
-        taken.add(name.casefold())
-        out.append(name)
+        out.append(_claim(clean(raw) or f"column_{position}", taken))
     return out
 
 
@@ -44,6 +37,12 @@ def unique_table(raw: str, taken: set[str]) -> str:
     base = clean(raw) or "table"
     if base.casefold().startswith("sqlite_") or base.casefold() in RESERVED_TABLES:
         base = f"t_{base}"
+    return _claim(base, taken)
+
+
+def _claim(base: str, taken: set[str]) -> str:
+    """The first of ``base``, ``base_2``, ``base_3``… not in ``taken`` (casefolded, as SQLite
+    compares names), added to it: columns and tables number their repeats alike."""
     name = base
     n = 2
     while name.casefold() in taken:
