@@ -461,7 +461,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
     cold_engine, cold = launch(spec, system_text, head)
     figures["describe"] = cold_engine.describe()
-    figures["gpu_layers"] = cold_engine.gpu_layers
+    figures["gpu_layers"] = cold_engine.model.gpu_layers
     cold_engine.close()
     print(f"[{spec['name']}] cold launch: {json.dumps(cold)}", flush=True)
     warm_engine, warm_ = launch(spec, system_text, head)
@@ -476,7 +476,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     warm(engine, system_text, system_ids)
     result = replay(engine, system_ids, head, turns)
     figures["threads"] = engine.n_threads
-    figures["decode_threads_last"] = engine.decode_threads
+    figures["decode_threads_last"] = engine.memory.decode_threads
     engine.close()
     if result["prompt_tokens"] != len(system_ids) + len(head) + sum(len(c) + len(u) for c, u in turns):
         raise AssertionError("the replay's history is not the planned episode")
@@ -593,7 +593,7 @@ def main() -> int:
     plan_list: list[tuple[str, str | None, Any]] = [(n or "linked", n, 0) for n in names]
     gpu_note = ""
     if backends.gpu and wanted in ("all", "best") and not args.quick:
-        from sqale_desktop.core.engines import offload
+        from sqale_desktop.core.engines.llama import offload
 
         devices = offload.offload_devices()
         if devices == []:

@@ -401,7 +401,7 @@ def main() -> int:
     info = engine.load()
     figures["load_s"] = round(time.perf_counter() - started, 2)
     figures["resident_bytes"] = info.resident_bytes
-    figures["weights_bytes"] = engine.weights_bytes
+    figures["weights_bytes"] = engine.model.weights_bytes
     print(f"{label}: {path.stat().st_size / 2**20:.0f} MiB, {threads} threads, {engine.describe()}")
 
     short = system_prompt(1) + user_turn(0, 1)
@@ -449,7 +449,7 @@ def speed_and_cancel(
     decode_ms = [cancel_latency(engine, short, "decode", 0.0) for _ in range(3)]
     prefill_ms = [cancel_latency(engine, long_prompt, "prefill", 0.3) for _ in range(3)]
     figures["cancel_ms"] = {"decode": decode_ms, "prefill": prefill_ms, "max": max(decode_ms + prefill_ms)}
-    figures["aborted_prefill_chunks"] = engine.aborted_chunks
+    figures["aborted_prefill_chunks"] = engine.counters.aborted_chunks
     print(f"cancel latency ms: {figures['cancel_ms']}")
 
 
@@ -520,7 +520,7 @@ def busy_computer(
         try:
             time.sleep(0.3)
             loaded_runs.append(engine_decode_run(engine, short, decode_tokens, timer).rate)
-            loaded_threads.append(engine.decode_threads)
+            loaded_threads.append(engine.memory.decode_threads)
         finally:
             hog.kill()
             hog.wait()
@@ -528,7 +528,7 @@ def busy_computer(
     figures["decode_loaded_tok_s"] = [round(r, 2) for r in loaded_runs]
     figures["decode_loaded_ratio"] = round(statistics.median(loaded_runs) / statistics.median(idle_runs), 3)
     figures["decode_loaded_threads"] = loaded_threads
-    governor = engine.governor
+    governor = engine.memory.governor
     figures["governor"] = (
         None if governor is None else {"trials": governor.trials, "switches": governor.switches}
     )

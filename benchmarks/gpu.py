@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import GpuLayers, SamplingParams
+from sqale_desktop.core.engines.llama import offload
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B, Qwen35Shape
 from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
@@ -80,9 +80,9 @@ def measure(path: Path, layers: GpuLayers, threads: int | None, quick: bool) -> 
         prefill = stats.evaluated_tokens - stats.completion_tokens
         row: dict[str, Any] = {
             "requested_layers": layers,
-            "gpu_layers": engine.gpu_layers,
+            "gpu_layers": engine.model.gpu_layers,
             "engine": engine.describe(),
-            "device_mib": round(engine.device_bytes / 2**20, 1),
+            "device_mib": round(engine.model.device_bytes / 2**20, 1),
             "load_s": round(load_s, 2),
             "prefill_tok_s": round(prefill / stats.prefill_seconds, 1) if stats.prefill_seconds else None,
             "decode_tok_s": round(stats.completion_tokens / stats.decode_seconds, 1)

@@ -267,9 +267,9 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
             batch = [token] * (k + 1)
             saved = None
             started = time.perf_counter()
-            if engine.rollback_method == "partial-state":
+            if engine.model.rollback == "partial-state":
                 saved = memory.partial_snapshot()
-            elif engine.rollback_method == "full-state":
+            elif engine.model.rollback == "full-state":
                 saved = memory.snapshot()
             snap_s = time.perf_counter() - started
             base = len(memory)
@@ -279,9 +279,9 @@ def decode_costs(path: Path, threads: int, ks: list[int], reps: int, rollback: s
             started = time.perf_counter()
             speculator.roll_back(base, batch[:1], saved)
             reject[k].append(time.perf_counter() - started)
-            assert len(memory) == base + 1, engine.rollback_method
+            assert len(memory) == base + 1, engine.model.rollback
     del rng
-    method = engine.rollback_method  # what loading chose; a closed engine has no model to say it
+    method = engine.model.rollback  # what loading chose; a closed engine has no model to say it
     engine.close()
 
     def ms(values: list[float]) -> float:

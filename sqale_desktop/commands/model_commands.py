@@ -89,8 +89,8 @@ def _select(model_id: str) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     from sqale_desktop.core import settings
-    from sqale_desktop.core.models.gpu import gpu_offload
     from sqale_desktop.core.models.registry import Registry
+    from sqale_desktop.core.runtime import gpu_offload
 
     try:
         records = Registry().list()

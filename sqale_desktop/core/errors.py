@@ -20,6 +20,10 @@ class KnownError(Exception):
     """A condition of the world, not a bug; ``str()`` is the message for people."""
 
 
+class Cancelled(KnownError):
+    """The person stopped the work (Stop, Cancel) before it finished: a choice, not a failure."""
+
+
 def is_known(exc: BaseException) -> bool:
     """True for a condition of the world (show the message), False for a bug (log the traceback).
 

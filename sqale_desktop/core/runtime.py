@@ -38,6 +38,9 @@ from sqale_desktop.core.engine_kinds import COMMAND_ENGINES as COMMAND_ENGINES
 from sqale_desktop.core.engine_kinds import KINDS, LLAMA, RECORDING, REPLAY, SERVER, EngineKind, Kind
 from sqale_desktop.core.engines.base import Engine as Engine  # re-exported: the faces type engines here
 from sqale_desktop.core.engines.base import SamplingParams, WarmUp
+from sqale_desktop.core.engines.llama.gpu import GpuOffload as GpuOffload  # re-exported for the faces
+from sqale_desktop.core.engines.llama.gpu import gpu_offload as gpu_offload
+from sqale_desktop.core.engines.llama.gpu import known_gpus as known_gpus
 from sqale_desktop.core.errors import KnownError
 from sqale_desktop.core.settings import Settings
 
@@ -356,22 +359,24 @@ def _installed(model_id: str) -> Any:
 
 
 def _llama(settings: Settings, choice: ModelChoice) -> Built:
-    model_path, model_dir, description = choice.model_path, choice.model_dir, ""
+    model_path, model_dir, description, sha256 = choice.model_path, choice.model_dir, "", ""
     if model_path is None:
         record = _installed(settings.model_id)
         if record is not None:
-            model_path, description = Path(record.path), record.name
+            model_path, description, sha256 = Path(record.path), record.name, record.sha256
             model_dir = model_dir or Path(record.model_dir)
     elif model_dir is None:
         model_dir = model_path.parent
     if model_path is None:
         return Built(None, "no model installed", None, model_dir, concurrent=False)
-    factory = _local_factory(model_path, settings)
+    factory = _local_factory(model_path, settings, sha256)
     description = f"{description or model_path.name} (not loaded yet)"
     return Built(factory, description, model_path, model_dir, concurrent=False)
 
 
-def _local_factory(path: Path, settings: Settings) -> EngineFactory:
+def _local_factory(path: Path, settings: Settings, sha256: str = "") -> EngineFactory:
+    """Builds and loads the llama engine; ``sha256`` is the registry's hash of the file (its saved
+    states' key, so the engine need not read the file to compute it)."""
     n_ctx, threads, layers = settings.n_ctx, settings.n_threads, settings.gpu_layers
     speculation, gpu_device = settings.speculation, settings.gpu_device
 
@@ -391,6 +396,7 @@ def _local_factory(path: Path, settings: Settings) -> EngineFactory:
             gpu_device=gpu_device,
             n_threads=threads or None,
             speculation=speculation,
+            model_sha256=sha256,
         )
         engine.load(progress=LOAD_PROGRESS.get())
         loaded: Engine = engine

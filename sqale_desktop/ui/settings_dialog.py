@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 from sqale_desktop.core import secrets
 from sqale_desktop.core.engine_kinds import KINDS, SERVER, kind_of
 from sqale_desktop.core.imports import cache_bound
-from sqale_desktop.core.models.gpu import known_gpus
 from sqale_desktop.core.providers import DEFAULT_PRICES, PROVIDERS, provider_for
+from sqale_desktop.core.runtime import known_gpus
 from sqale_desktop.core.settings import LIMITS, Settings
 from sqale_desktop.core.units import format_bytes
 

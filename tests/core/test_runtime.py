@@ -52,6 +52,8 @@ def test_context_above_the_models_training_is_clamped_when_the_engine_is_built()
     engine = choice.factory()
     try:
         assert engine.n_ctx == 8192  # type: ignore[attr-defined]
+        # the registry's hash goes with the engine: its saved states need not read the file for it
+        assert engine.model_sha256 == record.sha256  # type: ignore[attr-defined]
     finally:
         close = getattr(engine, "close", None)
         if callable(close):

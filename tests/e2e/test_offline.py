@@ -30,8 +30,8 @@ from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.replay import ReplayEngine
 from sqale_desktop.core.models import catalog
-from sqale_desktop.core.models.gpu import gpu_offload
 from sqale_desktop.core.models.registry import Registry
+from sqale_desktop.core.runtime import gpu_offload
 from sqale_desktop.core.tools import ToolBox
 from tests.conftest import smollm2_gguf as smollm2
 

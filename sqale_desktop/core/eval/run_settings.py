@@ -1,13 +1,12 @@
 """The settings that produced a run, written to ``run.json``: model file, engine, sampling, machine.
 
 The model's parameter count (for the TFLOPs estimate) and quantization are read from the GGUF
-header by the bounded scanner (``core.models.gguf_info``, memory-mapped: nothing is loaded); its
+header by the bounded scanner (``core.gguf_header``, memory-mapped: nothing is loaded); its
 sha256 is hashed from the file, so a report names exactly the weights that produced it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import sys
@@ -16,9 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqale_desktop.core import file_hash
 from sqale_desktop.core.agent.protocol import AgentProtocol
-
-_HASH_BLOCK = 4 * 1024 * 1024
 
 
 def gguf_facts(path: Path) -> dict[str, Any]:
@@ -26,7 +24,7 @@ def gguf_facts(path: Path) -> dict[str, Any]:
     facts: dict[str, Any] = {"path": str(path), "parameters": None, "quantization": None, "sha256": None}
     try:
         # the bounded scanner, not gguf.GGUFReader (88-91 s and 4.8 GB on a hostile 24 MB header)
-        from sqale_desktop.core.models.gguf_info import read_model_facts
+        from sqale_desktop.core.gguf_header import read_model_facts
 
         read = read_model_facts(path)
         facts["parameters"] = read.parameters
@@ -39,12 +37,8 @@ def gguf_facts(path: Path) -> dict[str, Any]:
                 facts["quantization"] = str(read.file_type)
     except Exception as exc:  # a file that cannot be read: the run still records what it can
         facts["error"] = f"cannot read the GGUF header: {exc}"
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            while block := handle.read(_HASH_BLOCK):
-                digest.update(block)
-        facts["sha256"] = digest.hexdigest()
+        facts["sha256"] = file_hash.sha256_file(path)
     except OSError as exc:
         facts["error"] = f"cannot read {path}: {exc.strerror or exc}"
     return facts

@@ -6,14 +6,14 @@ a token (callers pass none in; hub errors are re-worded, not forwarded).
 
 from __future__ import annotations
 
-from sqale_desktop.core.errors import KnownError
+from sqale_desktop.core.errors import Cancelled, KnownError
 
 
 class ModelError(KnownError):
     """Base class: a model file problem the user can understand and act on."""
 
 
-class DownloadCancelled(ModelError):
+class DownloadCancelled(ModelError, Cancelled):
     """The user cancelled; the partial file is kept so the download can resume."""
 
 

@@ -1,7 +1,7 @@
 """Checks on model files on disk: the GGUF magic and content hashes.
 
-Hashing a 1.2 GB file takes seconds, so the hash functions report progress and can be cancelled
-between blocks.
+Hashing a 1.2 GB file takes seconds; ``core.file_hash`` reads it in blocks, reporting progress
+and looking at the cancel flag between them.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from sqale_desktop.core import file_hash
+from sqale_desktop.core.errors import Cancelled
+from sqale_desktop.core.file_hash import HashProgress as HashProgress
 from sqale_desktop.core.models.errors import DownloadCancelled, InvalidModelFile
 
 GGUF_MAGIC = b"GGUF"
-HASH_BLOCK = 4 * 1024 * 1024
 
 DiskUsage = Callable[[str], "shutil._ntuple_diskusage"]
 """``shutil.disk_usage`` or a stand-in (tests): the free-space probe of downloads and conversions."""
-HashProgress = Callable[[int, int], None]
-"""Called with (bytes hashed, total bytes)."""
 
 
 def is_gguf(path: Path) -> bool:
@@ -48,30 +48,15 @@ def sha256_file(
     progress: HashProgress | None = None,
     cancel: threading.Event | None = None,
 ) -> str:
-    """Hex sha256 of a file, as the hub records it for LFS files."""
-    return _hash_file(hashlib.sha256(), path, progress, cancel)
+    """Hex sha256 of a file, as the hub records it for LFS files; ``DownloadCancelled`` when
+    ``cancel`` is set meanwhile (the model commands and dialogs report a ``ModelError``)."""
+    try:
+        return file_hash.sha256_file(path, progress, cancel)
+    except Cancelled:
+        raise DownloadCancelled("Verification cancelled.") from None
 
 
 def git_blob_sha1(path: Path) -> str:
     """Git's blob id of a file: what the hub gives as the ETag of a small, non-LFS file."""
     digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode(), usedforsecurity=False)
-    return _hash_file(digest, path, None, None)
-
-
-def _hash_file(
-    digest: hashlib._Hash,
-    path: Path,
-    progress: HashProgress | None,
-    cancel: threading.Event | None,
-) -> str:
-    total = path.stat().st_size
-    done = 0
-    with path.open("rb") as handle:
-        while block := handle.read(HASH_BLOCK):
-            if cancel is not None and cancel.is_set():
-                raise DownloadCancelled("Verification cancelled.")
-            digest.update(block)
-            done += len(block)
-            if progress is not None:
-                progress(done, total)
-    return digest.hexdigest()
+    return file_hash.hash_file(digest, path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqale_desktop.core.engines.llama.loading import choose_device
-from sqale_desktop.core.engines.offload import OffloadDevice
+from sqale_desktop.core.engines.llama.offload import OffloadDevice
 
 GIB = 1024**3
 IGPU = OffloadDevice("Vulkan0", "AMD Radeon 780M", "igpu", 2 * GIB, 4 * GIB)

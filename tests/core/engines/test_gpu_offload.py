@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import SamplingParams
+from sqale_desktop.core.engines.llama import gpu, offload
 from sqale_desktop.core.engines.llama.backends import load_backends
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.llama.loading import gpu_layer_attempts
 from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE
-from sqale_desktop.core.models import gpu
 from tests.core.engines.llama_helpers import (
     GREEDY,
     SYSTEM,
@@ -172,11 +171,11 @@ def gpu_engine(tiny_path: Path) -> Iterator[LlamaEngine]:
 @pytest.mark.gpu
 def test_all_layers_offload_and_the_status_says_so(gpu_engine: LlamaEngine) -> None:
     device = _devices()[0]
-    assert gpu_engine.gpu_layers == TINY_SHAPE.num_hidden_layers
+    assert gpu_engine.model.gpu_layers == TINY_SHAPE.num_hidden_layers
     assert gpu_engine.describe() == (
         f"local GPU ({TINY_SHAPE.num_hidden_layers} layers on {device.name}: {device.description})"
     )
-    assert gpu_engine.device_bytes > 0
+    assert gpu_engine.model.device_bytes > 0
     assert any(device.name in note and "allocated" in note for note in gpu_engine.notes)
     assert gpu_engine.info().gpu_layers == TINY_SHAPE.num_hidden_layers
 
@@ -190,7 +189,7 @@ def test_none_n_and_all_do_what_they_say(tiny_path: Path, layers: int | str) -> 
         engine.load()
     try:
         expected = TINY_SHAPE.num_hidden_layers if layers == "all" else layers
-        assert engine.gpu_layers == expected
+        assert engine.model.gpu_layers == expected
         assert (report.device_bytes(frozenset({"model"})) > 0) == (expected != 0)
         assert (report.device_bytes(frozenset({"KV", "RS"})) > 0) == (expected != 0)
         assert engine.describe().startswith("local GPU" if expected else "local CPU")
@@ -217,14 +216,14 @@ def test_auto_plans_layers_for_a_device_memory_limit(tiny_path: Path) -> None:
     )
     engine.load()
     try:
-        assert engine.gpu_layers == 2
+        assert engine.model.gpu_layers == 2
         assert any(note.startswith("auto: 2 of") for note in engine.notes)
     finally:
         engine.close()
     roomy = LlamaEngine(tiny_path, n_ctx=n_ctx, n_batch=64, n_ubatch=64, n_threads=1, n_gpu_layers="auto")
     roomy.load()
     try:
-        assert roomy.gpu_layers == TINY_SHAPE.num_hidden_layers
+        assert roomy.model.gpu_layers == TINY_SHAPE.num_hidden_layers
     finally:
         roomy.close()
 
@@ -240,7 +239,7 @@ session.append("<|im_start|>user\\nList the tables.<|im_end|>\\n<|im_start|>assi
 from sqale_desktop.core.engines.base import SamplingParams
 import threading
 text = "".join(session.generate(4, SamplingParams(temperature=0.0, top_k=1, top_p=1.0), threading.Event()))
-print(json.dumps({"gpu_layers": engine.gpu_layers, "notes": engine.notes, "describe": engine.describe(),
+print(json.dumps({"gpu_layers": engine.model.gpu_layers, "notes": engine.notes, "describe": engine.describe(),
                   "tokens": session.history, "completion_tokens": session.stats.completion_tokens}))
 engine.close()
 """
@@ -296,9 +295,9 @@ def test_seven_turn_episode_with_offload_evaluates_each_prompt_token_once(gpu_en
 def test_cancel_inside_an_offloaded_prefill_keeps_memory_consistent(gpu_engine: LlamaEngine) -> None:
     session = long_turn_pending(gpu_engine)
     assert len(session.history) - len(gpu_engine.evaluated_tokens) > 3 * gpu_engine.n_batch
-    aborted = gpu_engine.aborted_chunks
+    aborted = gpu_engine.counters.aborted_chunks
     assert run(session, 8, GREEDY, CancelInChunk(gpu_engine, chunks=2)) == ""
-    assert gpu_engine.aborted_chunks == aborted + 1
+    assert gpu_engine.counters.aborted_chunks == aborted + 1
     assert session.last_finish_reason == "cancelled"
     held = gpu_engine.evaluated_tokens
     assert held == session.history[: len(held)] and len(held) < len(session.history)

@@ -56,9 +56,9 @@ def test_loads_on_the_cpu_with_physical_core_threads(engine: LlamaEngine) -> Non
     # No GPU here: Mesa's software Vulkan device is skipped unless GGML_VK_VISIBLE_DEVICES names it.
     assert engine.describe().startswith(f"local CPU ({load_backends().cpu_label}; ")
     assert info.resident_bytes > 0
-    assert engine.weights_bytes > 0
+    assert engine.model.weights_bytes > 0
     assert LlamaEngine(engine.model_path).n_threads == physical_cores()
-    assert engine.im_end is not None and engine.endoftext is not None
+    assert engine.vocabulary.im_end is not None and engine.vocabulary.endoftext is not None
 
 
 def test_chat_template_comes_from_gguf_metadata(tiny_engine: LlamaEngine) -> None:
@@ -78,7 +78,7 @@ def test_seven_turn_episode_evaluates_each_prompt_token_once(engine: LlamaEngine
         # The history is only ever appended to: earlier ids (sampled ones included) never change.
         assert session.history[: len(kept)] == kept
         kept = list(session.history)
-        assert session.history[-1] == engine.im_end
+        assert session.history[-1] == engine.vocabulary.im_end
     stats = session.stats
     assert stats.prompt_tokens == len(session.history)
     # Everything but the trailing <|im_end|> (and, after a length stop, the last sampled token)
@@ -170,9 +170,9 @@ def test_cancel_during_a_long_prefill_keeps_memory_consistent(engine: LlamaEngin
     session = long_turn_pending(engine)
     assert len(session.history) - len(engine.evaluated_tokens) > 3 * engine.n_batch
     before = session.stats.evaluated_tokens
-    aborted = engine.aborted_chunks
+    aborted = engine.counters.aborted_chunks
     assert run(session, 8, GREEDY, CancelInChunk(engine, chunks=2)) == ""
-    assert engine.aborted_chunks == aborted + 1
+    assert engine.counters.aborted_chunks == aborted + 1
     assert session.last_finish_reason == "cancelled"
     held = engine.evaluated_tokens
     # Only whole chunks reached memory; the aborted one was rolled back from its snapshot.
@@ -208,9 +208,9 @@ def test_length_stop_then_end_turn_appends_im_end(engine: LlamaEngine) -> None:
     assert session.last_finish_reason == "length"
     last_sampled = session.history[-1]
     session.end_turn()
-    assert session.history[-2:] == [last_sampled, engine.im_end]
+    assert session.history[-2:] == [last_sampled, engine.vocabulary.im_end]
     session.end_turn()  # idempotent
-    assert session.history[-2:] == [last_sampled, engine.im_end]
+    assert session.history[-2:] == [last_sampled, engine.vocabulary.im_end]
 
 
 def find_stop(engine: LlamaEngine, wanted: int, budget: int = 400) -> LlamaSession:
@@ -226,13 +226,13 @@ def find_stop(engine: LlamaEngine, wanted: int, budget: int = 400) -> LlamaSessi
 
 
 def test_endoftext_is_swapped_for_im_end_without_reevaluation(tiny_engine: LlamaEngine) -> None:
-    assert tiny_engine.endoftext is not None
-    session = find_stop(tiny_engine, tiny_engine.endoftext)
+    assert tiny_engine.vocabulary.endoftext is not None
+    session = find_stop(tiny_engine, tiny_engine.vocabulary.endoftext)
     ran = session.stats.evaluated_tokens
     length = len(session.history)
     session.end_turn()
     assert len(session.history) == length
-    assert session.history[-1] == tiny_engine.im_end
+    assert session.history[-1] == tiny_engine.vocabulary.im_end
     assert session.stats.evaluated_tokens == ran
     assert session.prompt_text.endswith("<|im_end|>")
     session.append("\n" + user_turn("next"))

@@ -15,7 +15,7 @@ from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.llama.cpu_info import _linux_physical_cores, physical_cores
 from sqale_desktop.core.engines.llama.llama_sampler import sampler_order
 from sqale_desktop.core.engines.llama.loading import gpu_layer_attempts
-from sqale_desktop.core.engines.offload import read_footprint
+from sqale_desktop.core.engines.llama.offload import read_footprint
 from sqale_desktop.core.engines.qwen35_layout import (
     QWEN35_2B,
     Qwen35Shape,

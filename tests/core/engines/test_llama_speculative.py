@@ -92,10 +92,10 @@ def test_every_rollback_method_leaves_the_state_of_the_accepted_tokens(
     evaluates the same ids from scratch.
     """
     eng = make_engine(tiny_path, rollback=rollback)  # type: ignore[arg-type]
-    assert eng.rollback_method == rollback
+    assert eng.model.rollback == rollback
     session = episode(eng, "on", HOT, tokens=60)
     assert session.stats.drafted_tokens > session.stats.accepted_tokens  # there were rejections
-    assert eng.rollback_failures == 0
+    assert eng.counters.rollback_failures == 0
     held = eng.evaluated_tokens
     assert held == session.history[: len(held)] and len(held) >= len(session.history) - 2
     cancel = threading.Event()
@@ -185,7 +185,7 @@ def test_an_end_token_inside_the_accepted_drafts_ends_the_turn_unevaluated(
 
     eng = make_engine(tiny_path)
     try:
-        eot = eng.endoftext
+        eot = eng.vocabulary.endoftext
         assert eot is not None
         session = eng.new_session(SYSTEM)
         session.append(user_turn("x"))

@@ -58,9 +58,9 @@ def test_a_cancelled_prefill_logs_to_the_file_and_prints_nothing(
     engine.load()
     try:
         session = long_turn_pending(engine)
-        aborted = engine.aborted_chunks
+        aborted = engine.counters.aborted_chunks
         run(session, 4, GREEDY, CancelInChunk(engine, chunks=1))
-        assert engine.aborted_chunks == aborted + 1
+        assert engine.counters.aborted_chunks == aborted + 1
     finally:
         engine.close()
     for handler in logging.getLogger().handlers:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from sqale_desktop.core import file_hash
 from sqale_desktop.core.engines.llama import prefix_store
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.llama.prefix_store import PrefixStore, state_key
@@ -77,8 +78,8 @@ def launch(model: Path, *, warm: bool, cache: bool = True) -> dict[str, Any]:
     return result
 
 
-def engine_on(path: Path) -> LlamaEngine:
-    engine = LlamaEngine(path, n_ctx=2048, n_batch=64, n_ubatch=64, n_threads=1)
+def engine_on(path: Path, model_sha256: str = "") -> LlamaEngine:
+    engine = LlamaEngine(path, n_ctx=2048, n_batch=64, n_ubatch=64, n_threads=1, model_sha256=model_sha256)
     engine.load()
     return engine
 
@@ -94,7 +95,7 @@ def test_the_system_turn_ids_begin_every_episode_prompt(model: Path) -> None:
         turn = engine.system_turn(SYSTEM_TEXT)
         prompt = engine.new_session(SYSTEM_TEXT + QUESTION).history
         assert turn == prompt[: len(turn)]
-        assert turn[-1] == engine.im_end and turn.count(engine.im_end) == 1
+        assert turn[-1] == engine.vocabulary.im_end and turn.count(engine.vocabulary.im_end) == 1
     finally:
         engine.close()
 
@@ -118,16 +119,27 @@ def test_a_second_launch_restores_the_system_turn_and_answers_the_same(model: Pa
     assert len(PrefixStore().entries()) == 1
 
 
-def test_a_changed_model_file_refuses_the_stored_state(tmp_path: Path, tiny_path: Path) -> None:
+@pytest.mark.parametrize("registered", [False, True], ids=["unregistered", "registered"])
+def test_a_changed_model_file_refuses_the_stored_state(
+    tmp_path: Path, tiny_path: Path, registered: bool
+) -> None:
+    """Other weights at the same path, of the same size and with the old mtime put back: the
+    state saved for the old bytes is not restored, also when the runtime still hands the engine
+    the registry's hash of the old file (the registry compares only size and mtime)."""
     path = tmp_path / "model.gguf"
     shutil.copyfile(tiny_path, path)
-    engine = engine_on(path)
+    registry_hash = file_hash.sha256_file(path) if registered else ""
+    engine = engine_on(path, registry_hash)
     assert not engine.warm_up(SYSTEM_TEXT, threading.Event()).restored
     engine.close()
+    before = path.stat()
     # Other weights at the same path (same size, the same tokenizer, so the same token ids).
     write_qwen35_gguf(path, TINY_SHAPE, seed=4)
-    assert path.stat().st_size == tiny_path.stat().st_size
-    changed = engine_on(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert file_hash.sha256_file(path) != registry_hash
+    changed = engine_on(path, registry_hash)
     try:
         warmed = changed.warm_up(SYSTEM_TEXT, threading.Event())
         assert not warmed.restored and warmed.evaluated == warmed.tokens
@@ -250,24 +262,56 @@ def test_the_store_keeps_a_few_entries_least_recently_used_first_out(tmp_path: P
     assert not list(tmp_path.glob(".writing-*"))  # no temporary file left behind
 
 
-def test_the_model_hash_is_computed_once_per_file_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from sqale_desktop.core.models import files
+def replace_keeping_size_and_mtime(path: Path, content: bytes) -> None:
+    """``content`` moved over ``path`` (a new inode, as a copy renamed into place has), with
+    ``path``'s mtime put back; the size must already match."""
+    stamp = path.stat()
+    assert len(content) == stamp.st_size
+    other = path.with_name(path.name + ".new")
+    other.write_bytes(content)
+    os.utime(other, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    os.replace(other, path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stamp.st_size, stamp.st_mtime_ns)
 
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF" + b"x" * 100)
-    store = PrefixStore(tmp_path / "cache")
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files ``file_hash.sha256_file`` reads, in order."""
     calls: list[Path] = []
-    real = files.sha256_file
+    real = file_hash.sha256_file
 
     def counting(path: Path, *args: Any, **kwargs: Any) -> str:
         calls.append(path)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(files, "sha256_file", counting)
+    monkeypatch.setattr(file_hash, "sha256_file", counting)
+    return calls
+
+
+def test_the_model_hash_is_computed_once_per_file_version(tmp_path: Path, hashed: list[Path]) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"x" * 100)
+    store = PrefixStore(tmp_path / "cache")
     first = store.model_digest(model)
-    assert store.model_digest(model) == first and len(calls) == 1
+    assert store.model_digest(model) == first and len(hashed) == 1
     model.write_bytes(b"GGUF" + b"y" * 100)
     os.utime(model, ns=(1, 1))
-    assert store.model_digest(model) != first and len(calls) == 2
+    assert store.model_digest(model) != first and len(hashed) == 2
+    # Other bytes of the same size moved over it with the old mtime: another version, hashed again.
+    replace_keeping_size_and_mtime(model, b"GGUF" + b"z" * 100)
+    assert store.model_digest(model) == file_hash.sha256_file(model) and len(hashed) == 4
+
+
+def test_the_registry_hash_spares_reading_the_file_until_the_file_changes(
+    tmp_path: Path, hashed: list[Path]
+) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"x" * 100)
+    store = PrefixStore(tmp_path / "cache")
+    registered = "ab" * 32  # what the registry recorded; the store does not read the file for it
+    assert store.model_digest(model, known=registered) == registered
+    assert store.model_digest(model, known=registered) == registered and hashed == []
+    # Replaced under the registry (same size, mtime put back): the registry's hash is stale now.
+    replace_keeping_size_and_mtime(model, b"GGUF" + b"y" * 100)
+    assert store.model_digest(model, known=registered) == file_hash.sha256_file(model) != registered
+    assert len(hashed) == 2

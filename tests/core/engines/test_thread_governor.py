@@ -128,7 +128,7 @@ def test_automatic_threads_get_a_governor_and_a_fixed_count_does_not(smollm2_pat
     assert automatic.adapt_threads and not fixed.adapt_threads
     fixed.load()
     try:
-        assert fixed.governor is None
+        assert fixed.memory.governor is None
     finally:
         fixed.close()
 
@@ -144,11 +144,11 @@ def test_the_count_the_governor_picks_is_what_llama_cpp_decodes_with(
     engine.load()
     reference.load()
     try:
-        assert engine.governor is not None
-        engine.governor.current = chosen
-        engine.governor._explore_every = 10**9
+        assert engine.memory.governor is not None
+        engine.memory.governor.current = chosen
+        engine.memory.governor._explore_every = 10**9
         text = greedy(engine)
-        assert engine.decode_threads == chosen
+        assert engine.memory.decode_threads == chosen
         assert llama_cpp.llama_n_threads(engine.model.ctx) == chosen
         assert llama_cpp.llama_n_threads_batch(engine.model.ctx) == 2  # prefill keeps every core
         # Each row of a matrix product is one thread's work, so the count does not change the text.

@@ -11,7 +11,7 @@ import gguf
 import numpy as np
 
 from sqale_desktop.core.eval.run_settings import gguf_facts
-from sqale_desktop.core.models.gguf_info import read_model_facts
+from sqale_desktop.core.gguf_header import read_model_facts
 
 
 def test_the_facts_are_the_gguf_readers(tmp_path: Path) -> None:

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sqale_desktop.core.engines.offload import read_footprint
+from sqale_desktop.core.engines.llama.offload import read_footprint
 from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_gguf
+from sqale_desktop.core.gguf_header import GgufUnreadable, read_header
 from sqale_desktop.core.models.errors import InvalidModelFile
-from sqale_desktop.core.models.gguf_info import GgufUnreadable, read_gguf_info, read_header
+from sqale_desktop.core.models.gguf_info import read_gguf_info
 from sqale_desktop.core.models.registry import Registry
 
 UINT32, STRING, ARRAY = 4, 8, 9

@@ -17,6 +17,9 @@ The modules, in the order a newcomer reads them:
 - ``session``: ``LlamaSession``, one episode as ids (sees the engine through a Protocol);
 - ``speculation``: prompt-lookup drafting, one-pass verification and rollback, built only when
   speculation is on (measurements: ``benchmarks/speculative.py``);
+- ``offload``: the devices llama.cpp can offload to, the layer plan from the GGUF header, the
+  buffers loading really allocated; ``gpu``: what the faces show of it (through ``core.runtime``);
+- ``prefix_store``: the evaluated system turn (and finished threads) saved on disk;
 - ``native_log``: llama.cpp's log lines into Python logging, not the terminal;
 - helpers: ``speculative`` (exact acceptance), ``ngram_draft``, ``llama_sampler`` (vLLM's order),
   ``thread_policy`` and ``thread_governor`` (OpenMP waits, threads under load), ``cpu_info``.

@@ -24,7 +24,7 @@ told which CPU variant to take.  This module does the same steps through ggml's 
   ``ctypes`` so that a missing Vulkan loader or a broken driver gives its own error text
   (``libvulkan.so.1: cannot open shared object file``) for the status line; then ggml registers
   it.  Devices come from ggml's registry
-  (``core/engines/offload.py``); Mesa's CPU-type Vulkan device (lavapipe) is skipped by ggml itself
+  (``core/engines/llama/offload.py``); Mesa's CPU-type Vulkan device (lavapipe) is skipped by ggml itself
   unless ``GGML_VK_VISIBLE_DEVICES`` names it.
 
 A build with one ``libggml-cpu.so`` linked in (``make run CMAKE_ARGS=-DGGML_NATIVE=OFF``, or a

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.engines import offload
 from sqale_desktop.core.engines.base import (
     EngineError,
     EngineInfo,
@@ -56,7 +55,7 @@ from sqale_desktop.core.engines.llama.memory import Counters, Memory
 from sqale_desktop.core.engines.llama.session import LlamaSession
 from sqale_desktop.core.engines.llama.speculation import DRAFT_SIZES, Speculator
 from sqale_desktop.core.engines.llama.thread_governor import ThreadGovernor
-from sqale_desktop.core.models.errors import DownloadCancelled
+from sqale_desktop.core.errors import Cancelled
 
 # Before llama_cpp (and libgomp) can load: nothing in this package imports it at the top.
 POLICY_NOTE = thread_policy.apply()
@@ -95,6 +94,7 @@ class LlamaEngine:
         draft_sizes: tuple[int, ...] = DRAFT_SIZES,
         rollback: Rollback = "auto",
         adapt_threads: bool | None = None,
+        model_sha256: str = "",
     ) -> None:
         draft_sizes = tuple(sorted({max(1, k) for k in draft_sizes})) or DRAFT_SIZES
         self.request = LoadRequest(
@@ -112,11 +112,17 @@ class LlamaEngine:
             draft_max=draft_sizes[-1],
         )
         self.draft_sizes = draft_sizes
+        # The model registry's hash of the file (the runtime hands it over): the saved states'
+        # key without reading a GB (``PrefixStore.model_digest`` says when it is trusted).
+        self.model_sha256 = model_sha256
         # "Automatic" threads also adapt while decoding (thread_governor); a number the user set stays fixed.
         self.adapt_threads = n_threads is None if adapt_threads is None else adapt_threads
         # The mode of the next turn; an engine loaded with "off" has no speculator to switch on.
         self.speculation: Speculation = speculation
+        # What the context's memory and speculation counted (aborted prefill chunks, rollbacks).
         self.counters = Counters()
+        # The loaded model's facts, one frozen record (layers and device, bytes, rollback method,
+        # vocabulary and special ids); None until loaded.  Callers read them here.
         self.model: LoadedModel | None = None
         self._memory: Memory | None = None
         self._speculator: Speculator | None = None
@@ -156,65 +162,6 @@ class LlamaEngine:
         """What the status line's details and the log say about this engine."""
         policy = [POLICY_NOTE] if POLICY_NOTE else []
         return policy + (list(self.model.notes) if self.model is not None else []) + self._warm_notes
-
-    @property
-    def gpu_layers(self) -> int:
-        return self.model.gpu_layers if self.model is not None else 0
-
-    @property
-    def offload_device(self) -> offload.OffloadDevice | None:
-        return self.model.device if self.model is not None else None
-
-    @property
-    def offload_failed(self) -> bool:
-        return self.model.offload_failed if self.model is not None else False
-
-    @property
-    def device_bytes(self) -> int:
-        return self.model.device_bytes if self.model is not None else 0
-
-    @property
-    def weights_bytes(self) -> int:
-        return self.model.weights_bytes if self.model is not None else 0
-
-    @property
-    def resident_bytes(self) -> int:
-        return self.model.resident_bytes if self.model is not None else 0
-
-    @property
-    def rollback_method(self) -> str:
-        """How rejected drafts leave memory on this model ("" before loading; see ``LoadedModel``)."""
-        return self.model.rollback if self.model is not None else ""
-
-    @property
-    def aborted_chunks(self) -> int:
-        """Prefill chunks stopped by the abort callback (each one rolled back from a snapshot)."""
-        return self.counters.aborted_chunks
-
-    @property
-    def rollback_failures(self) -> int:
-        return self.counters.rollback_failures
-
-    @property
-    def reevaluated_tokens(self) -> int:
-        return self.counters.reevaluated_tokens
-
-    @property
-    def governor(self) -> ThreadGovernor | None:
-        return self._memory.governor if self._memory is not None else None
-
-    @property
-    def decode_threads(self) -> int:
-        """Threads the last single-token step ran with (the governor may use fewer than ``n_threads``)."""
-        return self._memory.decode_threads if self._memory is not None else self.n_threads
-
-    @property
-    def im_end(self) -> int | None:
-        return self.model.vocabulary.im_end if self.model is not None else None
-
-    @property
-    def endoftext(self) -> int | None:
-        return self.model.vocabulary.endoftext if self.model is not None else None
 
     # -- what sessions and benchmarks use (on the owner thread) ------------------------------
 
@@ -302,8 +249,8 @@ class LlamaEngine:
         return EngineInfo(
             kind=self.name,
             description=self.describe(),
-            gpu_layers=self.gpu_layers,
-            resident_bytes=self.resident_bytes,
+            gpu_layers=self.model.gpu_layers if self.model is not None else 0,
+            resident_bytes=self.model.resident_bytes if self.model is not None else 0,
             notes=self.notes,
         )
 
@@ -361,7 +308,7 @@ class LlamaEngine:
         try:
             # the model's content hash is kept by the system-turn store: hashed once per file
             return store, self._state_fields(self.model, prefix_store.PrefixStore(), threading.Event())
-        except (OSError, DownloadCancelled):
+        except (OSError, Cancelled):
             return None
 
     def _save_thread(self, prompt: str, history: list[int]) -> None:
@@ -448,7 +395,7 @@ class LlamaEngine:
                 except OSError as exc:
                     notes.append(f"saved model states unused: cannot hash {self.model_path.name} ({exc})")
                     store = None
-                except DownloadCancelled:  # cancelled while hashing: nothing evaluated yet
+                except Cancelled:  # cancelled while hashing: nothing evaluated yet
                     return WarmUp(len(turn), False, note="system-turn warm-up cancelled")
             key = prefix_store.state_key(fields, turn) if store is not None else ""
             if store is not None:
@@ -495,7 +442,7 @@ class LlamaEngine:
         device = model.device
         n_rs_seq = getattr(model.lib, "llama_n_rs_seq", None)
         return {
-            "model_sha256": store.model_digest(request.path, cancel),
+            "model_sha256": store.model_digest(request.path, cancel, known=self.model_sha256),
             "backends": key() if callable(key) else str(backends),
             "device": f"{device.name}: {device.description}" if device is not None else "cpu",
             "gpu_layers": model.gpu_layers,

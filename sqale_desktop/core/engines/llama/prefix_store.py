@@ -8,11 +8,11 @@ restoring it at the next launch is a file read and one ``llama_state_seq_set_dat
 
 A state is only valid for the exact computation that produced it, so the key
 (:func:`state_key`) is a sha256 over everything that computation depended on: the model file's
-content hash, the system turn's token ids, the backends and device that computed it, the GPU
-layers, the context and batch sizes, flash attention, recurrent-snapshot slots and the
-llama-cpp-python version.  The key and the ids are stored in the file too and compared on
-load; a file whose key, ids, length or checksum does not match is never restored: it is deleted
-and the turn evaluated again (the caller notes why).
+content hash (:meth:`PrefixStore.model_digest`), the system turn's token ids, the backends and
+device that computed it, the GPU layers, the context and batch sizes, flash attention,
+recurrent-snapshot slots and the llama-cpp-python version.  The key and the ids are stored in the
+file too and compared on load; a file whose key, ids, length or checksum does not match is never
+restored: it is deleted and the turn evaluated again (the caller notes why).
 
 Writes go to a temporary file in the same folder and are renamed into place (``os.replace``),
 so a reader never sees half a file; a ``filelock`` serialises writers and eviction between
@@ -46,7 +46,7 @@ from typing import Any
 
 import filelock
 
-from sqale_desktop.core import paths
+from sqale_desktop.core import file_hash, paths
 from sqale_desktop.core.units import MIB
 
 DISABLE_ENV = "SQALE_DESKTOP_NO_STATE_CACHE"
@@ -199,30 +199,30 @@ class PrefixStore:
 
     # -- the model file's content hash ---------------------------------------------------------
 
-    def model_digest(self, model: Path, cancel: threading.Event | None = None) -> str:
-        """The sha256 of ``model``'s content, hashed at most once per (path, size, mtime_ns).
+    def model_digest(self, model: Path, cancel: threading.Event | None = None, known: str = "") -> str:
+        """The sha256 of ``model``'s content, hashed at most once per version of the file.
 
-        The model registry already knows it for a registered file whose size and mtime are
-        unchanged; otherwise the file is hashed (seconds for a GGUF of a GB) and the result kept
-        in ``model-hashes.json`` here.  Raises ``OSError`` when the file cannot be read,
-        ``DownloadCancelled`` when ``cancel`` is set meanwhile.
+        A version is the file's (path, size, mtime, inode, ctime): a person can put a replaced
+        file's size and mtime back, but a replacement (a copy over it, a rename onto it) changes
+        its ctime or inode, and nobody can set a ctime.  ``known`` is the model registry's hash
+        (the runtime hands it over; the registry compares only size and mtime): it is taken
+        without reading the file the first time this path is seen; a later version of the path is
+        hashed, since a same-size copy with its mtime put back passes the registry's check too.
+        Results are kept in ``model-hashes.json`` here.  Raises ``OSError`` when the file cannot be
+        read, ``Cancelled`` when ``cancel`` is set meanwhile.
         """
         info = model.stat()
         resolved = str(model.resolve())
-        known = _registered_sha256(model, info)
-        if known:
-            return known
-        entry = f"{resolved}|{info.st_size}|{info.st_mtime_ns}"
+        version = f"{resolved}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}|{info.st_ctime_ns}"
         hashes = self._read_hashes()
-        cached = hashes.get(entry)
+        cached = hashes.get(version)
         if isinstance(cached, str) and cached:
             return cached
-        from sqale_desktop.core.models.files import sha256_file
-
-        digest = sha256_file(model, cancel=cancel)
+        seen = any(k.startswith(resolved + "|") for k in hashes)
+        digest = known if known and not seen else file_hash.sha256_file(model, cancel=cancel)
         # Only current entries of other files are kept, so the file does not grow.
         hashes = {k: v for k, v in self._read_hashes().items() if not k.startswith(resolved + "|")}
-        hashes[entry] = digest
+        hashes[version] = digest
         with contextlib.suppress(OSError, filelock.Timeout):
             self.folder.mkdir(parents=True, exist_ok=True)
             with self._lock():
@@ -268,21 +268,6 @@ def _read(stream: Any, key: str, tokens: Sequence[int] | None, size: int) -> tup
     if zlib.crc32(memoryview(state).cast("B")) != crc:
         return "is damaged (checksum mismatch)", None, {}
     return "", state, header
-
-
-def _registered_sha256(model: Path, info: os.stat_result) -> str:
-    """The registry's sha256 for ``model`` when its size and mtime are those registered, else ""."""
-    try:
-        from sqale_desktop.core.models.registry import Registry
-
-        record = Registry().find_by_path(model)
-    except Exception:  # a broken registry: hash the file instead
-        return ""
-    if record is None or not record.mtime:
-        return ""
-    if record.size == info.st_size and record.mtime == info.st_mtime:
-        return str(record.sha256)
-    return ""
 
 
 def _mtime(path: Path) -> int:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from sqale_desktop.core.models import gpu
+from sqale_desktop.core.engines.llama import gpu
 
 
 def test_report_matches_the_installed_build() -> None:

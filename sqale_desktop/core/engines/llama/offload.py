@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.engines.llama import backends, native_log
+from sqale_desktop.core.gguf_header import GgufUnreadable, read_header
 from sqale_desktop.core.units import MIB, format_bytes
 
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h)
@@ -166,12 +167,10 @@ _BLOCK = re.compile(r"^blk\.(\d+)\.")
 def read_footprint(path: Path) -> ModelFootprint | None:
     """The model's offload costs, or None where the header cannot be read.
 
-    The header is read by ``core.models.gguf_info``'s bounded scanner (not ``gguf.GGUFReader``,
+    The header is read by ``core.gguf_header``'s bounded scanner (not ``gguf.GGUFReader``,
     which a malformed file sends into IndexError, MemoryError or minutes of work): every failure
     there is a ``GgufUnreadable``, and so is a block count that the tensors cannot back.
     """
-    from sqale_desktop.core.models.gguf_info import GgufUnreadable
-
     try:
         arch, meta, layer_bytes, output, embedding = _footprint_header(path)
     except GgufUnreadable:
@@ -220,8 +219,6 @@ def read_footprint(path: Path) -> ModelFootprint | None:
 def _footprint_header(path: Path) -> tuple[str, dict[str, Any], list[int], int, int]:
     """Architecture, metadata, bytes per block, output head and embedding bytes; ``GgufUnreadable``
     for any header this cannot use."""
-    from sqale_desktop.core.models.gguf_info import GgufUnreadable, read_header
-
     try:
         import gguf
     except ImportError:

@@ -1,8 +1,9 @@
 """Whether the installed llama.cpp build can offload layers to a GPU.
 
-Only reports: the engine (``core/engines/llama/loading.py``) decides the layer count and
-falls back to the CPU when loading with offload fails.  ``llama_cpp`` is imported lazily because
-loading its shared library takes time and the CLI must start without it.
+Only reports: the engine (``loading``) decides the layer count and falls back to the CPU when
+loading with offload fails.  The faces (``models list``, the Settings dialog) reach these through
+``core.runtime``.  ``llama_cpp`` is imported lazily because loading its shared library takes time
+and the CLI must start without it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def gpu_offload() -> GpuOffload:
             message = f"No GPU backend could be loaded ({why}); running on the CPU."
             return GpuOffload(False, message, (), backends)
         return GpuOffload(False, INSTALL_HINT, (), backends)
-    from sqale_desktop.core.engines.offload import offload_devices
+    from sqale_desktop.core.engines.llama.offload import offload_devices
 
     devices = offload_devices()
     if devices is None:
@@ -104,6 +105,6 @@ def known_gpus() -> list[tuple[str, str]]:
 
     if backends.loaded() is None:
         return []
-    from sqale_desktop.core.engines.offload import offload_devices
+    from sqale_desktop.core.engines.llama.offload import offload_devices
 
     return [(device.name, device.label()) for device in offload_devices() or []]
