@@ -36,10 +36,12 @@ def _error(ref: str, value: str) -> str:
 
 def workbook_like_errors(files: Path, path: Path, rows: list[list[str]], doctype: str = "") -> Path:
     """The real errors workbook with its first sheet's cells replaced by ``rows`` (cells' XML)."""
-    sheet = _SHEET.format(
-        doctype=doctype,
-        rows="".join(f'<row r="{i}">{"".join(cells)}</row>' for i, cells in enumerate(rows, 1)),
-    )
+    numbered = "".join(f'<row r="{i}">{"".join(cells)}</row>' for i, cells in enumerate(rows, 1))
+    return with_sheet(files, path, _SHEET.format(doctype=doctype, rows=numbered))
+
+
+def with_sheet(files: Path, path: Path, sheet: str) -> Path:
+    """The real errors workbook with ``sheet`` as its first sheet's XML."""
     with zipfile.ZipFile(files / ERRORS) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
         for item in source.infolist():
             data = sheet.encode() if item.filename == "xl/worksheets/sheet1.xml" else source.read(item)
@@ -120,3 +122,15 @@ def test_a_sheet_with_a_document_type_declaration_is_not_read_for_errors(files: 
         files, tmp_path / "plain.xlsx", [[_text("A1", "n")], [_error("A2", "#DIV/0!")]]
     )
     assert WorkbookErrors(without).of_sheet("Feuil1") == {1: {0: "#DIV/0!"}}
+
+
+def test_rows_and_cells_without_their_reference_are_placed_in_order(files: Path, tmp_path: Path) -> None:
+    """The format lets a row and a cell leave out ``r``: each then follows the one before it
+    (the sheet is then parsed whole, not row by row)."""
+    rows = [
+        '<row><c t="inlineStr"><is><t>a</t></is></c><c t="inlineStr"><is><t>b</t></is></c></row>',
+        '<row><c><v>1</v></c><c t="e"><v>#N/A</v></c></row>',
+        '<row r="5"><c t="e"><v>#REF!</v></c><c><v>2</v></c></row>',
+    ]
+    path = with_sheet(files, tmp_path / "unnumbered.xlsx", _SHEET.format(doctype="", rows="".join(rows)))
+    assert WorkbookErrors(path).of_sheet("Feuil1") == {1: {1: "#N/A"}, 4: {0: "#REF!"}}
