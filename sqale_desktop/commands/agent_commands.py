@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands.ctrl_c import on_ctrl_c
 from sqale_desktop.commands.engine_flags import (
     add_engine_flags,
     add_settings_flags,
@@ -130,7 +127,9 @@ def run_ask(args: argparse.Namespace) -> int:
     control = EpisodeControl()
     episode: Episode | None = None
     try:
-        with _stop_on_ctrl_c(control):
+        # Ctrl+C stops the episode like the app's Stop button: only a flag, the loop interrupts a
+        # running query itself.
+        with on_ctrl_c(control.cancel):
             warmed = runtime.warm_up(engine, control.event)
             if warmed is not None and warmed.note:
                 print(f"note: {warmed.note}", file=sys.stderr)
@@ -234,24 +233,6 @@ def _thread(ref: int | str, db_path: Path, model: str) -> tuple[int, Thread]:
     else:
         entry_id = int(ref)
     return entry_id, history.thread(entry_id, db_path, model)
-
-
-@contextmanager
-def _stop_on_ctrl_c(control: EpisodeControl) -> Iterator[None]:
-    """Ctrl-C stops the episode like the app's Stop button instead of killing the process."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        control.cancel()  # only a flag: the loop interrupts a running query itself
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread (tests calling main() from a worker): no handler
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _trace(event: Event, out: TextIO) -> None:

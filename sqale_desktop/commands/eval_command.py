@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands.ctrl_c import on_ctrl_c
 from sqale_desktop.commands.engine_flags import (
     add_engine_flags,
     add_settings_flags,
@@ -266,7 +264,13 @@ def _execute(prepared: PreparedRun) -> int:
     correct = count = 0
     errors: list[str] = []
     started = time.monotonic()
-    with _cancel_on_ctrl_c(run):
+
+    def stop() -> None:
+        # cancel() interrupts databases and takes locks: never on the signal handler's stack
+        threading.Thread(target=run.cancel, name="eval-stop", daemon=True).start()
+
+    # Ctrl+C stops the run like the app's Stop button; finished episodes are already saved.
+    with on_ctrl_c(stop):
         try:
             for record in prepared.records():
                 count += 1
@@ -335,25 +339,6 @@ def _progress(total: int) -> Any:
     except ImportError:
         return None
     return tqdm(total=total, unit="ep", desc="eval", file=sys.stderr, dynamic_ncols=True)
-
-
-@contextmanager
-def _cancel_on_ctrl_c(run: Any) -> Iterator[None]:
-    """Ctrl+C stops the run like the app's Stop button; finished episodes are already saved."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        # cancel() interrupts databases and takes locks: never on the signal handler's stack
-        threading.Thread(target=run.cancel, name="eval-stop", daemon=True).start()
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread (tests calling main() from a worker)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def run_report(args: argparse.Namespace) -> int:
