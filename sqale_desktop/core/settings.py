@@ -54,7 +54,7 @@ LIMITS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "price_cached_input": (0.0, 10_000.0),
     "price_output": (0.0, 10_000.0),
     "import_cache_limit_mb": (64, 1_048_576),  # the imported files' cache (core/imports/cache_bound.py)
-    "import_write_limit_mb": (16, 1_048_576),  # what one import may write (core/imports/progress.py)
+    "import_write_limit_mb": (16, 1_048_576),  # what one import may write (core/imports/limits.py)
 }
 
 GPU_LAYER_MODES: tuple[str, ...] = get_args(GpuLayersMode)

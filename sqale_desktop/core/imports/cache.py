@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sqale_desktop.core import file_hash
+from sqale_desktop.core.file_hash import sha256_file
 from sqale_desktop.core.imports import build_lock, cache_bound
 from sqale_desktop.core.imports.result import ImportResult, TableSummary
 from sqale_desktop.core.imports.threads import ImportThread, stop_and_wait
@@ -46,10 +46,6 @@ def stat(paths: list[Path]) -> Stats:
     return out
 
 
-def sha256(path: Path, stop: threading.Event | None = None) -> str:
-    return file_hash.sha256_file(path, cancel=stop)
-
-
 class Hashing:
     """The SHA-256 of each member, computed in a thread while the import runs (hashlib releases
     the GIL: on a 1 GB CSV a second of one core the import no longer waits for); :meth:`stop` ends
@@ -64,7 +60,7 @@ class Hashing:
 
     def _run(self, members: list[Path]) -> None:
         try:
-            self._digests = [sha256(p, self._stop) for p in members]
+            self._digests = [sha256_file(p, cancel=self._stop) for p in members]
         except BaseException as exc:  # raised in the importing thread by result()
             self._error = exc
 
@@ -89,7 +85,7 @@ def reusable(
     old = manifest.get("members", [])
     if _identities(old) != stats:
         return None, f"{source.name} changed since it was imported"
-    if [m.get("sha256") for m in old] != [sha256(p) for p in members]:
+    if [m.get("sha256") for m in old] != [sha256_file(p) for p in members]:
         return None, f"{source.name} changed since it was imported (same size and time, new content)"
     return _result_from(manifest, db_path), None
 
