@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QEvent,
     QModelIndex,
     QObject,
@@ -26,8 +25,6 @@ from PySide6.QtCore import (
     Signal,
 )
 from PySide6.QtGui import (
-    QBrush,
-    QColor,
     QFont,
     QFontDatabase,
     QFontMetrics,
@@ -58,7 +55,7 @@ from sqale_desktop.core.tools.payloads import (
     SubmittedPayload,
     TablesPayload,
 )
-from sqale_desktop.ui.result_model import display_value
+from sqale_desktop.ui.result_model import ReadOnlyTableModel, display_value
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.sql_highlight import format_sql
 
@@ -373,7 +370,7 @@ class _ColumnFitter(QObject):
                 header.resizeSection(column, wanted)
 
 
-class CardRowsModel(QAbstractTableModel):
+class CardRowsModel(ReadOnlyTableModel):
     """The rows of a tool result card: read-only, at most ``MAX_CARD_ROWS``, formatted once.
 
     Every cell's text, alignment and colour are worked out when the card is built, so ``data`` is
@@ -382,9 +379,8 @@ class CardRowsModel(QAbstractTableModel):
     """
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QObject) -> None:
-        super().__init__(parent)
-        self.columns = [str(c) for c in columns]
-        width = len(self.columns)
+        super().__init__(columns, parent)
+        width = len(self._columns)
         shown = [tuple(row[:width]) for row in list(rows)[:MAX_CARD_ROWS]]
         self.texts = [[display_value(value) for value in row] for row in shown]
         self.special = [[value is None or isinstance(value, _BINARY) for value in row] for row in shown]
@@ -394,15 +390,9 @@ class CardRowsModel(QAbstractTableModel):
             for c in range(width)
         ]
         """Per column: every shown value is a number or NULL (its width is never given away)."""
-        self._grey = QBrush(QColor("#8a8a8a"))
-        self.italic = QFont()
-        self.italic.setItalic(True)
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self.texts)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         row, column = index.row(), index.column()
@@ -410,27 +400,7 @@ class CardRowsModel(QAbstractTableModel):
             return None
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return self.texts[row][column]  # the tooltip: the whole value where the column is narrowed
-        if role == Qt.ItemDataRole.TextAlignmentRole and self.numbers[row][column]:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole and self.special[row][column]:
-            return self._grey
-        if role == Qt.ItemDataRole.FontRole and self.special[row][column]:
-            return self.italic
-        return None
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return self.columns[section] if 0 <= section < len(self.columns) else None
-        return str(section + 1)
-
-    def flags(self, index: _Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return self.cell_look(role, self.special[row][column], self.numbers[row][column])
 
     def natural_widths(self, view: QTableView) -> list[int]:
         """Each column's width for its widest shown cell or its header, as ``resizeColumnsToContents``
@@ -446,7 +416,7 @@ class CardRowsModel(QAbstractTableModel):
         padding = 2 * margin + (1 if view.showGrid() else 0)
         header = view.horizontalHeader()
         widths = []
-        for column in range(len(self.columns)):
+        for column in range(len(self._columns)):
             widest = 0
             for texts, special in zip(self.texts, self.special, strict=True):
                 if column < len(texts):

@@ -62,7 +62,53 @@ def _sqlite_order_key(value: Any) -> tuple[int, Any]:
     return (3, bytes(value))
 
 
-class ResultTableModel(QAbstractTableModel):
+class ReadOnlyTableModel(QAbstractTableModel):
+    """A read-only table of named columns, its rows numbered from 1: what the result grid and a
+    tool card's rows share, so a value looks the same in both (NULL and BLOB grey and italic,
+    numbers right-aligned)."""
+
+    def __init__(self, columns: Sequence[str], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._columns = [str(c) for c in columns]
+        self._grey = QBrush(QColor("#8a8a8a"))
+        self._italic = QFont()
+        self._italic.setItalic(True)
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names, in order (a copy)."""
+        return list(self._columns)
+
+    def cell_look(self, role: int, special: bool, number: bool) -> Any:
+        """A cell's answer for the style roles: ``special`` (a NULL or a BLOB) grey and italic,
+        a ``number`` right-aligned; None for any other role or cell."""
+        if role == Qt.ItemDataRole.ForegroundRole and special:
+            return self._grey
+        if role == Qt.ItemDataRole.FontRole and special:
+            return self._italic
+        if role == Qt.ItemDataRole.TextAlignmentRole and number:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._columns)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self._columns[section] if 0 <= section < len(self._columns) else None
+        return str(section + 1)
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
+class ResultTableModel(ReadOnlyTableModel):
     """Rows of one query, loaded page by page from a cursor.
 
     Signals:
@@ -82,23 +128,16 @@ class ResultTableModel(QAbstractTableModel):
         columns: Sequence[str] | None = None,
         sorted_by: tuple[int, Qt.SortOrder] | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.sorted_by = sorted_by  # the order the rows already come in (a re-run with ORDER BY)
-        self._cursor = cursor
         if columns is None:
             columns = cursor.columns if cursor is not None else []
-        self._columns: list[str] = list(columns)
+        super().__init__(columns, parent)
+        self.sorted_by = sorted_by  # the order the rows already come in (a re-run with ORDER BY)
+        self._cursor = cursor
         self._rows: list[Sequence[Any]] = list(first_rows)
-        self._null_brush = QBrush(QColor("#8a8a8a"))
-        self._italic = QFont()
-        self._italic.setItalic(True)
 
     # Qt's model API -------------------------------------------------------------------------
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._columns)
 
     def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or index.row() >= len(self._rows) or index.column() >= len(self._columns):
@@ -115,27 +154,7 @@ class ResultTableModel(QAbstractTableModel):
                 return f"Stored value: {value!r}"  # the cell shows it to 15 significant digits
             return None
         special = value is None or isinstance(value, bytes | bytearray | memoryview)
-        if role == Qt.ItemDataRole.ForegroundRole and special:
-            return self._null_brush
-        if role == Qt.ItemDataRole.FontRole and special:
-            return self._italic
-        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, int | float):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return self._columns[section] if 0 <= section < len(self._columns) else None
-        return str(section + 1)
-
-    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return self.cell_look(role, special, isinstance(value, int | float))
 
     def canFetchMore(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
         if parent.isValid() or self._cursor is None:
@@ -168,10 +187,6 @@ class ResultTableModel(QAbstractTableModel):
         self.layoutChanged.emit()
 
     # For the window -------------------------------------------------------------------------
-    @property
-    def columns(self) -> list[str]:
-        return list(self._columns)
-
     @property
     def loaded_rows(self) -> list[Sequence[Any]]:
         return self._rows
