@@ -107,7 +107,7 @@ class FormulaError(str):
     does not make a column of numbers text, where ``SUM``, ``AVG`` and ``ORDER BY`` would treat
     every number as a string.  In a column that takes a type the error is NULL (the value is not
     known, which is what the error says), and the note names it; in a text column it is kept as
-    written.  pandas reads them as missing values the same way."""
+    written."""
 
 
 class Cells(Protocol):
