@@ -12,7 +12,8 @@ In the child, :func:`serve` is the whole entry: it takes the protocol's stdout f
 is pointed at stderr, so a library's stray ``print`` or a native library's output cannot break a
 line), reads the plan, runs the work and turns every way it can end (a result, a known error, a
 ``MemoryError`` at the cap, a bug, a pyo3 panic, which is a ``BaseException``) into one last
-message.
+message.  In a fork server (:mod:`.forks`) it forks each child there, after the module's
+imports, and each forked child serves one plan the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, NoReturn, cast
 
-from sqale_desktop.core.child import launch
+from sqale_desktop.core.child import forks, launch
 from sqale_desktop.core.errors import KnownError
 
 Kind = Literal["step", "alive", "progress", "note", "done", "error"]
@@ -77,6 +78,9 @@ def serve(work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None]) 
 
     ``work`` returns the ``done`` message's fields; a :class:`KnownError` it raises is sent as
     ``error`` with its text; anything else too, after its traceback went to stderr (the log)."""
+    server = os.environ.pop(forks.FORKS_ENV, None)
+    if server is not None:
+        forks.serve_forks(int(server))  # returns in each forked child, which serves as below
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # anything else written to stdout goes to stderr, beside the protocol
     sys.stdout = sys.stderr

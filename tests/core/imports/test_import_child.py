@@ -121,8 +121,10 @@ def test_stop_at_the_first_report_leaves_nothing(tmp_path: Path, temp_dir: Path)
 
 
 def _importer_pids() -> list[int]:
-    """This process's children that run the importer (Linux's /proc)."""
-    found = []
+    """The importer processes running an import for this process now (Linux's /proc): the
+    children of this process that run the importer, and theirs (a fork server's forked
+    children), less those with an importer child of their own (a server is not the import)."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -131,10 +133,11 @@ def _importer_pids() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and b"sqale_desktop.core.imports.isolated" in cmdline:
-            found.append(int(entry.name))
-    return found
+        if b"sqale_desktop.core.imports.isolated" in cmdline:
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    ours = {pid for pid, ppid in parents.items() if ppid == os.getpid()}
+    ours |= {pid for pid, ppid in parents.items() if ppid in ours}
+    return sorted(pid for pid in ours if pid not in set(parents.values()))
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the child through /proc")
