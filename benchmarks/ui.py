@@ -1,7 +1,7 @@
 """UI responsiveness figures: event-loop stalls while an episode streams, first rows of a huge
 result, and launch time.  Prints figures, then ONE JSON object on the last line.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/ui.py [--quick]
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/ui.py [--quick] [--only-stall | --only-data]
 
 1. Stall: a 10 ms QTimer runs while the replay engine streams an episode at full speed (no delay,
    4-character chunks) whose tool queries scan a 2-million-row table; the worst gap between two
@@ -373,11 +373,12 @@ def main() -> int:
     parser.add_argument("--skip-launch", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-first-rows", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--only-data", action="store_true", help="only the schema tree and chart figures")
+    parser.add_argument("--only-stall", action="store_true", help="only the stall while an episode streams")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
     work = Path(tempfile.mkdtemp(prefix="sqale-ui-bench-"))
-    data = measure_data_views(app, work, args.quick)
+    data = {} if args.only_stall else measure_data_views(app, work, args.quick)
     if args.only_data:
         print(json.dumps({"benchmark": "ui", "quick": args.quick, **data}))
         return 0
@@ -392,7 +393,7 @@ def main() -> int:
         f"{stall['streamed_chars']:,} characters streamed, {stall['tool_cards']} tool cards, "
         f"ended by {stall['ended_by']} (target <= 50 ms)"
     )
-    if args.skip_first_rows:
+    if args.skip_first_rows or args.only_stall:
         print(json.dumps(stall))
         return 0
     first = measure_first_rows(app, big, 10_000_000)
