@@ -136,6 +136,15 @@ class ReadOnlyDatabase:
         """Whether a statement (or a cursor's page fetch) is running on any thread right now."""
         return self._links.busy
 
+    def workers_in_use(self) -> dict[int, bool]:
+        """This database's worker processes in use now, by process id: True for one running a
+        statement, False for one held between steps (an open paged cursor's, between pages).
+
+        Each running statement has a worker of its own: ``interrupt`` reaches every one of them,
+        and a crash ends only its own statement.
+        """
+        return {link.worker.pid: link.busy for link in self._links.current()}
+
     def interrupt(self) -> None:
         """Stop whatever statement is running on this database, from any thread.
 

@@ -26,11 +26,19 @@ def run_in_thread(db: ReadOnlyDatabase, sql: str) -> tuple[threading.Thread, lis
     return thread, errors
 
 
+WAIT_S = 60.0
+"""How long a wait for a statement lasts before it fails: generous, for a machine loaded by other work."""
+
+
 def wait_until_busy(db: ReadOnlyDatabase, thread: threading.Thread) -> None:
-    """Return once the statement runs; fail if it ended before it could be interrupted."""
-    while not db.busy:
+    """Return once the statement runs; fail if it ended before it could be interrupted, or never
+    started."""
+
+    def running() -> bool:
         assert thread.is_alive(), "the query ended before it could be interrupted"
-        time.sleep(0.005)
+        return db.busy
+
+    assert wait_for(running, WAIT_S), f"the statement did not start within {WAIT_S:g} s"
 
 
 WORKER_MODULE = "sqale_desktop.core.db.worker"

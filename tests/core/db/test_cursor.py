@@ -137,8 +137,8 @@ def test_cursor_outlives_the_thread_that_started_it(chinook: Path) -> None:
             total += len(cursor.fetch_page(500))
         assert total == TRACKS
         cursor.close()
-        links_before = len(db._links.current())
+        in_use_before = len(db.workers_in_use())
         last = threading.Thread(target=lambda: db.execute("SELECT 1"))
         last.start()
         last.join()
-        assert len(db._links.current()) < links_before + 1  # the finished cursor's dead link was pruned
+        assert len(db.workers_in_use()) < in_use_before + 1  # the finished cursor's dead link was pruned

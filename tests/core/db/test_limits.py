@@ -3,13 +3,12 @@ connection usable; interrupt() works from any thread and only hits what is runni
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from sqale_desktop.core.db import QueryFailed, QueryInterrupted, QueryTimeout, open_readonly
-from tests.core.db.running import run_in_thread, wait_until_busy
+from tests.core.db.running import WAIT_S, run_in_thread, wait_for, wait_until_busy
 
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
@@ -64,11 +63,10 @@ def test_each_running_statement_has_its_own_worker_and_interrupt_reaches_them_al
         runs = [run_in_thread(db, RUNAWAY) for _ in range(2)]
         for thread, _ in runs:
             wait_until_busy(db, thread)
-        while sum(link.busy for link in db._links.current()) < 2:
-            time.sleep(0.005)
-        running = db._links.current()  # the first statement's worker serves one of them
-        assert len(running) == 2
-        assert len({link.worker.pid for link in running}) == 2
+        both = wait_for(lambda: sum(db.workers_in_use().values()) >= 2, WAIT_S)
+        assert both, f"the two statements did not both run within {WAIT_S:g} s"
+        # Two workers, each running one (the first statement's worker serves one of them).
+        assert list(db.workers_in_use().values()) == [True, True]
         db.interrupt()
         for thread, errors in runs:
             thread.join(timeout=30)

@@ -120,8 +120,8 @@ def test_a_crashed_worker_is_a_message_and_the_next_query_works(small: Path) -> 
     with open_readonly(small, time_limit_s=600) as db:
         thread, errors = run_in_thread(db, C_CALL_BOMBS["trim_1m"])
         wait_until_busy(db, thread)
-        (busy,) = [link for link in db._links.current() if link.busy]
-        os.kill(busy.worker.pid, signal.SIGSEGV)  # what a bug in SQLite or an extension does
+        (pid,) = [pid for pid, running in db.workers_in_use().items() if running]
+        os.kill(pid, signal.SIGSEGV)  # what a bug in SQLite or an extension does
         thread.join(timeout=GENEROUS_S)
         assert not thread.is_alive()
         assert [type(e) for e in errors] == [WorkerCrashed]
