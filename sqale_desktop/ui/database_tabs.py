@@ -36,7 +36,13 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 from sqale_desktop.core.db.introspect import Schema, cached_schema
-from sqale_desktop.core.imports import ImportCrashed, ImportProgress, ImportResult, previewable, resolve_database
+from sqale_desktop.core.imports import (
+    ImportCrashed,
+    ImportProgress,
+    ImportResult,
+    previewable,
+    resolve_database,
+)
 from sqale_desktop.core.imports.preview import Preview, preview_source
 from sqale_desktop.core.imports.progress import ImportCancelled
 from sqale_desktop.core.settings import Settings
@@ -253,6 +259,11 @@ class DatabaseTabs(QObject):
         )
         if previewable(path):
             self._pool.start(lambda _ctx: preview_source(path), finished=previewed)
+
+    @property
+    def opening(self) -> bool:
+        """Whether an open or an import is still under way (its tab not answered yet)."""
+        return bool(self._opening)
 
     def stop_opening(self) -> None:
         """Stop the imports and opens under way (Stop while a large file imports)."""

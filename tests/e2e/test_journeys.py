@@ -24,7 +24,7 @@ CTRL = Qt.KeyboardModifier.ControlModifier
 
 
 def wait_tabs(qtbot: Any, window: Any, count: int) -> None:
-    qtbot.waitUntil(lambda: len(window.pages()) == count and not window.databases._opening, timeout=30_000)
+    qtbot.waitUntil(lambda: len(window.pages()) == count and not window.databases.opening, timeout=30_000)
 
 
 def press_ctrl_o(qtbot: Any, window: Any, monkeypatch: pytest.MonkeyPatch, path: Path, opens: bool) -> None:

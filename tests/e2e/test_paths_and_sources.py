@@ -35,7 +35,7 @@ DATABASE = "../sample/chinook.sqlite"
 
 
 def wait_tabs(qtbot: Any, window: Any, count: int) -> None:
-    qtbot.waitUntil(lambda: len(window.pages()) == count and not window.databases._opening, timeout=60_000)
+    qtbot.waitUntil(lambda: len(window.pages()) == count and not window.databases.opening, timeout=60_000)
 
 
 def tab_names(window: Any) -> list[str]:

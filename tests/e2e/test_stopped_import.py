@@ -71,7 +71,7 @@ def test_stopping_a_launch_files_import_is_a_note_not_an_error(
         )
         stop_by_mouse(qtbot, window, held_import)
         seen["banner_at_stop"] = window.banner.isVisible()
-        qtbot.waitUntil(lambda: len(window.pages()) == 1 and not window.databases._opening, timeout=30_000)
+        qtbot.waitUntil(lambda: len(window.pages()) == 1 and not window.databases.opening, timeout=30_000)
         seen["banner_settled"] = window.banner.isVisible()
         seen["red_settled"] = red_pixels(window)
 
