@@ -14,20 +14,21 @@ big table can take seconds), each filling in its table's "Rows" cell when it arr
   shown changes.  Columns are hidden in the view (``setRowHidden``), and only under expanded tables:
   refiltering the columns of 5,000 tables in the proxy cost ~100 ms on a keystroke that changed
   only which columns matched.  ``benchmarks/ui.py`` measures keystrokes on 5,000 tables.
-- Width: a table name that does not fit keeps its end (``…Backward_DistributionEvents``), where
-  sorted names differ, and names in sight that would still read the same get a window where they
-  part (see ``shown_names``): a middle elision turned six names of the iOS power log into the same
-  ``PLAccountin…nts_Dynamic``.  Column rows elide in the middle; every name has a tooltip with the
-  whole of it, and the row count is a column of its own sized to its contents, so it stays visible
-  however narrow the pane gets.
+- Width: a name that does not fit keeps its end (``…Backward_DistributionEvents``), where sorted
+  names differ, and names in sight that would still read the same get a window where they part:
+  ``core.name_elision`` (a middle elision turned six names of the iOS power log into the same
+  ``PLAccountin…nts_Dynamic``, and the columns of a real ISTAT file into ``Codice Comun…INTEGER``
+  once their type and foreign key followed them).  Tables and columns in sight are told apart
+  together; a column's type and keys give way before its name, a view's "(view)" stays.  Every
+  name has a tooltip with the whole of it, and the row count is a column of its own sized to its
+  contents, so it stays visible however narrow the pane gets.
 
 The model is a QStandardItemModel: well kept, and it passes qtmodeltester as it is.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from natsort import natsort_keygen, ns
@@ -40,7 +41,14 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QStandardItem, QStandardItemModel
+from PySide6.QtGui import (
+    QKeyEvent,
+    QKeySequence,
+    QPaintEvent,
+    QShortcut,
+    QStandardItem,
+    QStandardItemModel,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -60,6 +68,7 @@ from PySide6.QtWidgets import (
 
 from sqale_desktop.core.db.identifiers import quote_identifier
 from sqale_desktop.core.db.introspect import Schema, TableInfo
+from sqale_desktop.core.name_elision import Label, shown_labels
 
 TABLE_ROLE = Qt.ItemDataRole.UserRole + 1  # the table's name on table items, the column's on columns
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2  # "table", "view", "virtual", "column", "error"
@@ -104,144 +113,65 @@ def select_statement(table: str, limit: int = 100) -> str:
     return f"SELECT * FROM {quote_identifier(table)} LIMIT {limit}"
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _word_start(name: str, at: int) -> int:
-    """Where the word holding ``name[at]`` begins (after ``_``, a space, ``-`` or ``.``, or at a
-    capital after a small letter): a window shows "Backward", not "ckward"."""
-    start = at
-    while start > 0:
-        before, here = name[start - 1], name[start]
-        if before in "_ -." or (here.isupper() and before.islower()):
-            break
-        start -= 1
-    return start
-
-
-def _widest(compose: Callable[[int], str], high: int, fits: Callable[[str], bool]) -> str | None:
-    """The text ``compose(n)`` for the largest n in 1..high that fits (it grows with n)."""
-    low, best = 1, None
-    while low <= high:
-        middle = (low + high) // 2
-        text = compose(middle)
-        if fits(text):
-            best, low = text, middle + 1
-        else:
-            high = middle - 1
-    return best
-
-
-def shown_name(name: str, fits: Callable[[str], bool], branch: int | None = None) -> str | None:
-    """``name`` as it fits (``fits`` measures): whole, else its end after "…"; or, when ``branch``
-    is given (where it first differs from the names that share that end), a window from there and
-    the end, "…" between.  None when not even one character does (the view then elides itself).
-
-    A schema's names share their starts (``PLAccountingOperator_…``), sort side by side, and differ
-    towards the end, which a middle elision hid: six names of the iOS power log read
-    ``PLAccountin…nts_Dynamic``.  The row above shows the shared start.
-    """
-    if fits(name):
-        return name
-    n = len(name)
-    if branch is None:
-        return _widest(lambda k: "…" + name[n - k :], n, fits)
-    start = _word_start(name, min(branch, n - 1))
-
-    def window(k: int) -> str:
-        if start + k >= n - k:
-            return "…" + name[start:]
-        return "…" + name[start : start + k] + "…" + name[n - k :]
-
-    return _widest(window, n, fits)
-
-
-def shown_names(names: Sequence[str], fits: Callable[[str, str], bool]) -> dict[str, str | None]:
-    """``shown_name`` of each of ``names`` (the tables in sight; ``fits(name, text)`` measures
-    ``text`` shown for ``name``), made distinct where the ends alone are not: names that would
-    read the same get a window where they first differ from each other (twice more if windows
-    collide in turn)."""
-    shown = {name: shown_name(name, lambda t, n=name: fits(n, t)) for name in names}  # type: ignore[misc]
-    for _round in range(3):
-        groups: dict[str, list[str]] = {}
-        for name, text in shown.items():
-            if text is not None and text != name:
-                groups.setdefault(text, []).append(name)
-        clashes = [group for group in groups.values() if len(group) > 1]
-        if not clashes:
-            break
-        for group in clashes:
-            # The longest common prefix with any other name of the group is the longer of those
-            # with its neighbours in sorted order (a linear pass, not one comparison per pair).
-            ordered = sorted(group)
-            shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
-            for i, name in enumerate(ordered):
-                branch = max(shared[i - 1] if i > 0 else 0, shared[i] if i < len(shared) else 0)
-                shown[name] = shown_name(name, lambda t, n=name: fits(n, t), branch)  # type: ignore[misc]
-    return shown
+_Row = tuple[tuple[int, int], str, str, bool, int]
+"""A row in sight: (its row and its parent's, its name, what follows the name, whether that stays,
+its width)."""
 
 
 class NameDelegate(QStyledItemDelegate):
-    """Draws table names shortened by ``shown_names``; other rows as the view elides them.
+    """Draws the rows in sight (tables and columns) shortened by ``core.name_elision``, so that no
+    two names read alike (that module says how); other rows as the view elides them.
 
-    Names are made distinct among the tables in sight (what a person compares), worked out once
-    for a width, a font and the rows shown, so painting stays cheap with 5,000 tables.
+    The texts are worked out once for the rows in sight, their widths and the font (the rows once
+    per paint of the tree: every row painted asks), so painting stays cheap with 5,000 tables.
     """
 
     def __init__(self, tree: SchemaTree) -> None:
         super().__init__(tree)
         self._tree = tree
-        self._cache: tuple[tuple[Any, ...], dict[str, str | None]] | None = None
-        self._sight: tuple[tuple[int, ...], tuple[str, ...]] | None = None
+        self._sight: tuple[tuple[int, ...], tuple[_Row, ...]] | None = None
+        self._texts: tuple[tuple[Any, ...], dict[tuple[int, int], str]] | None = None
 
-    def _in_sight(self) -> tuple[str, ...]:
-        """The tables whose rows are in the viewport, top to bottom (worked out once per scroll
-        position and layout: every row painted asks)."""
+    def forget_sight(self) -> None:
+        """Work out the rows in sight again at the next row drawn (the tree's paint calls this:
+        expanding, filtering or hiding rows changes them without moving the scroll bar)."""
+        self._sight = None
+
+    def _in_sight(self) -> tuple[_Row, ...]:
+        """The named rows in the viewport, top to bottom, by the view's own walk (hidden rows
+        skipped), with their widths."""
         tree = self._tree
-        bottom = tree.indexAt(QPoint(0, tree.viewport().height() - 1))
+        top = tree.indexAt(QPoint(0, 0)).siblingAtColumn(0)
+        bottom = tree.viewport().height()
+        last = tree.indexAt(QPoint(0, bottom - 1))
         key = (
             tree.verticalScrollBar().value(),
-            tree.viewport().height(),
+            bottom,
+            tree.viewport().width(),
             tree.proxy.rowCount(),
-            bottom.row(),
-            bottom.parent().row(),
+            top.row(),
+            top.parent().row(),
+            last.row(),
+            last.parent().row(),
         )
         if self._sight is not None and self._sight[0] == key:
             return self._sight[1]
-        names = self._tables_in_sight()
-        self._sight = key, names
-        return names
-
-    def _tables_in_sight(self) -> tuple[str, ...]:
-        tree = self._tree
-        index = tree.indexAt(QPoint(0, 0))
-        while index.isValid() and index.parent().isValid():
-            index = index.parent()
-        row = index.row() if index.isValid() else 0
-        bottom = tree.viewport().height()
-        names = []
-        proxy = tree.proxy
-        while row < proxy.rowCount():
-            top = proxy.index(row, 0)
-            if tree.visualRect(top).top() > bottom:
-                break
-            names.append(str(top.data(TABLE_ROLE)))
-            row += 1
-        return tuple(names)
+        rows = []
+        index = top
+        while index.isValid() and tree.visualRect(index).top() <= bottom:
+            label = _label(index, str(index.data()))
+            if label is not None:
+                rows.append(((index.row(), index.parent().row()), *label, tree.visualRect(index).width()))
+            index = tree.indexBelow(index)
+        self._sight = key, tuple(rows)
+        return self._sight[1]
 
     def initStyleOption(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
         super().initStyleOption(option, index)
-        name = index.data(TABLE_ROLE)
-        text = option.text
-        if index.data(KIND_ROLE) not in TABLE_KINDS or not isinstance(name, str) or not text.startswith(name):
+        label = _label(index, option.text)
+        if label is None:
             return
         widget = option.widget
         style = widget.style() if widget is not None else QApplication.style()
@@ -251,21 +181,26 @@ class NameDelegate(QStyledItemDelegate):
         room = rect.width() - 2 * margin
         if room <= 0:
             return
-        metrics = option.fontMetrics
+        chrome = option.rect.width() - room  # the same on every row of the column: no icons
+        where = (index.row(), index.parent().row())
         sight = self._in_sight()
-        if name not in sight:
-            sight = (name,)
-        key = (room, option.font.key(), sight)
-        if self._cache is None or self._cache[0] != key:
-            model = self._tree.schema_model
+        if not any(row[0] == where for row in sight):
+            sight = ((where, *label, option.rect.width()),)
+        key = (option.font.key(), chrome, sight)
+        if self._texts is None or self._texts[0] != key:
+            labels = [Label(name, width - chrome, note, stays) for _where, name, note, stays, width in sight]
+            texts = shown_labels(labels, option.fontMetrics.horizontalAdvance)
+            self._texts = key, {row[0]: text for row, text in zip(sight, texts, strict=True)}
+        option.text = self._texts[1][where]
 
-            def fits(table: str, shown: str) -> bool:
-                return metrics.horizontalAdvance(shown + model.suffix(table)) <= room
 
-            self._cache = key, shown_names(sight, fits)
-        shown = self._cache[1].get(name)
-        if shown is not None:
-            option.text = shown + text[len(name) :]
+def _label(index: QModelIndex | QPersistentModelIndex, text: str) -> tuple[str, str, bool] | None:
+    """A table's or column's row as (name, what follows it, whether that stays): a view's
+    "(view)" stays, a column's type and keys give way first.  None for other rows."""
+    name, kind = index.data(TABLE_ROLE), index.data(KIND_ROLE)
+    if kind not in (*TABLE_KINDS, "column") or not isinstance(name, str) or not text.startswith(name):
+        return None
+    return name, text[len(name) :], kind != "column"
 
 
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -433,7 +368,8 @@ class SchemaTree(QTreeView):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.setItemDelegateForColumn(0, NameDelegate(self))
+        self.names = NameDelegate(self)
+        self.setItemDelegateForColumn(0, self.names)
         header = self.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -442,6 +378,10 @@ class SchemaTree(QTreeView):
         self.customContextMenuRequested.connect(self._context_menu)
         self.doubleClicked.connect(self._activated)
         self.create_dialog: QDialog | None = None
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        self.names.forget_sight()
+        super().paintEvent(event)
 
     def table_at(self, index: QModelIndex) -> str | None:
         """The table or view an index of the view belongs to (a column's parent table)."""

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from natsort import natsorted, ns
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPoint, Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QMenu, QStyleOptionViewItem
+from PySide6.QtWidgets import QMenu, QStyle, QStyleOptionViewItem
 
 from sqale_desktop.core.db.connection import open_readonly
 from sqale_desktop.core.db.introspect import ColumnInfo, Schema, TableInfo, load_schema
@@ -19,6 +19,7 @@ from sqale_desktop.ui.workers import TaskPool
 from tests.helpers import shared_data
 
 POWERLOG = "awkward/ios__powerlog_84E2141B.PLSQL.sqlite"
+ISTAT = "files/csv/frictionless__issue-811.csv"
 
 
 def _table(name: str, *columns: str, kind: str = "table") -> TableInfo:
@@ -271,6 +272,107 @@ def test_powerlog_names_are_told_apart_at_the_default_width(qtbot: Any, artifact
         assert len(shown) == 25 and len(set(shown)) == 25
         assert "Backward_PowerEvents" in " ".join(shown) and "Forward_PowerEvents" in " ".join(shown)
         page.grab().save(str(artifacts / "schema_powerlog_default_width.png"))
+    finally:
+        _close(page, pool)
+
+
+def painted_rows(tree: SchemaTree) -> list[tuple[str, str]]:
+    """(name, text) of each table and column row in sight, the text as the style paints it: the
+    delegate's, cut by the style itself (in the middle) only where it does not fit, as Qt's
+    ``viewItemDrawText`` does."""
+    delegate = tree.itemDelegateForColumn(0)
+    style = tree.style()
+    margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, tree) + 1
+    rows = []
+    index = tree.indexAt(QPoint(0, 0))
+    while index.isValid() and tree.visualRect(index).top() <= tree.viewport().height():
+        option = QStyleOptionViewItem()
+        tree.initViewItemOption(option)
+        option.rect = tree.visualRect(index)
+        delegate.initStyleOption(option, index)
+        room = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, tree).width() - 2 * margin
+        text, metrics = option.text, option.fontMetrics
+        if metrics.horizontalAdvance(text) > room:
+            text = metrics.elidedText(text, option.textElideMode, room)
+        if index.data(KIND_ROLE) != "error":
+            rows.append((str(index.data(TABLE_ROLE)), text))
+        index = tree.indexBelow(index)
+    return rows
+
+
+def read_alike(rows: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """Rows in sight whose names differ and whose painted texts are the same: (text, name, name)."""
+    first: dict[str, str] = {}
+    alike = []
+    for name, text in rows:
+        if first.setdefault(text, name) != name:
+            alike.append((text, first[text], name))
+    return alike
+
+
+def open_by_keyboard(qtbot: Any, page: DatabasePage, table: str) -> None:
+    """Click the table's row, then the Right arrow: the table opens on its columns."""
+    tree = page.schema_tree
+    qtbot.mouseClick(
+        tree.viewport(), Qt.MouseButton.LeftButton, pos=tree.visualRect(_index_of(page, table)).center()
+    )
+    qtbot.keyClick(tree, Qt.Key.Key_Right)
+    assert tree.isExpanded(_index_of(page, table))
+
+
+def test_istat_columns_read_apart_at_the_default_width(qtbot: Any, artifacts: Path) -> None:
+    """The real ISTAT file (frictionless-py issue 811), imported as the app imports it: its long
+    Italian column names, with their type behind them, read alike cut in the middle
+    (``Codice NU…021  TEXT`` for NUTS1 and NUTS3 2021)."""
+    from sqale_desktop.core.imports import import_source
+
+    page, pool = _page(qtbot, import_source(shared_data(ISTAT)).db_path)
+    try:
+        page.resize(1360, 780)  # the window's default size: the schema pane keeps its 230 px
+        page.show()
+        qtbot.waitExposed(page)
+        open_by_keyboard(qtbot, page, "frictionless__issue-811")
+        tree = page.schema_tree
+        shown: dict[str, str] = {}
+        while True:  # page by page, as a person reads the list
+            rows = painted_rows(tree)
+            assert read_alike(rows) == []
+            shown.update(rows)
+            bar = tree.verticalScrollBar()
+            if bar.value() == bar.maximum():
+                break
+            qtbot.keyClick(tree, Qt.Key.Key_PageDown)
+        assert len(shown) == 27  # the table and its 26 columns
+        assert sum("…" in text for text in shown.values()) > 10  # the width does shorten names
+        years = [shown[f"Codice Comune numerico con {n} province (dal {y})"] for n, y in ISTAT_YEARS]
+        assert [text[-len(y) - 1 :] for text, (_n, y) in zip(years, ISTAT_YEARS, strict=True)] == [
+            f"{y})" for _n, y in ISTAT_YEARS
+        ]
+        tree.scrollToTop()
+        page.grab().save(str(artifacts / "schema_istat_default_width.png"))
+    finally:
+        _close(page, pool)
+
+
+ISTAT_YEARS = [(110, "2010 al 2016"), (107, "2006 al 2009"), (103, "1995 al 2005")]
+
+
+def test_foreign_key_columns_read_apart_at_the_default_width(qtbot: Any) -> None:
+    """PROJ's registry: a foreign key's target behind each column made ``celestial_body_auth_name``
+    and ``celestial_body_code`` both read ``celestial…NOT NULL]``.  The key gives way first."""
+    page, pool = _page(qtbot, shared_data("awkward/proj_9.1.1.db"))
+    try:
+        page.resize(1360, 780)
+        page.show()
+        qtbot.waitExposed(page)
+        qtbot.keyClicks(page.schema_browser.filter_box, "ellipsoid")
+        open_by_keyboard(qtbot, page, "ellipsoid")
+        rows = painted_rows(page.schema_tree)
+        assert read_alike(rows) == []
+        shown = dict(rows)
+        assert shown["celestial_body_code"].startswith("celestial_body_code")
+        assert shown["celestial_body_auth_name"].endswith("body_auth_name")
+        assert shown["uom_auth_name"].startswith("uom_auth_name") and shown["uom_code"].startswith("uom_code")
     finally:
         _close(page, pool)
 
