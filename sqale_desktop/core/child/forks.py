@@ -121,6 +121,7 @@ class Server:
                 socket.send_fds(self._sock, [json.dumps({"id": ident}).encode() + b"\n" + request],
                                 [stdin, stdout, stderr])  # fmt: skip
             except OSError as exc:
+                self._retire_locked()  # it died: the next fork goes to a new one
                 raise ServerGone(str(exc)) from None
             until = time.monotonic() + FORK_S
             while ident not in self._forked:

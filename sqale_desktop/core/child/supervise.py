@@ -297,7 +297,27 @@ class _Servers:
         what: str,
     ) -> _Started | None:
         """A child forked from the module's server, once it is warm (Stop and ``start_s`` hold
-        while it warms up); None where no server could serve (the caller starts one itself)."""
+        while it warms up); None where no server could serve (the caller starts one itself).
+
+        A server found dead at the fork (killed since the last import, its end not yet seen) is
+        replaced once at once: the import still gets a forked child."""
+        for _attempt in range(2):
+            server = self._server(module, args, memory_mb)
+            if server is None:
+                return None
+            try:
+                stopped = cancel.is_set if cancel is not None else lambda: False
+                if not server.wait_ready(time.monotonic() + start_s, stopped):
+                    if stopped():
+                        raise ChildStopped(f"{what} was stopped", "stopped")
+                    raise ChildTimedOut(f"{what} did not start within {start_s:g} s", "timeout")
+                return _Started(module, args, memory_mb, temp_parent, False, server)
+            except forks.ServerGone:
+                continue
+        return None
+
+    def _server(self, module: str, args: Sequence[str], memory_mb: int | None) -> forks.Server | None:
+        """The module's server for these arguments and cap, a new one if there is none alive."""
         key = (module, tuple(args), memory_mb)
         old = None
         with self._lock:
@@ -311,17 +331,7 @@ class _Servers:
                     server = None
         if old is not None:
             old.end(wait=False)  # it ends once its children did (an import may still run there)
-        if server is None:
-            return None
-        try:
-            stopped = cancel.is_set if cancel is not None else lambda: False
-            if not server.wait_ready(time.monotonic() + start_s, stopped):
-                if stopped():
-                    raise ChildStopped(f"{what} was stopped", "stopped")
-                raise ChildTimedOut(f"{what} did not start within {start_s:g} s", "timeout")
-            return _Started(module, args, memory_mb, temp_parent, False, server)
-        except forks.ServerGone:
-            return None
+        return server
 
     def cpu_s(self) -> float:
         with self._lock:
