@@ -89,7 +89,7 @@ def test_cards_size_to_their_content_narrow_and_wide(
         settle()
         # Nothing in the conversation is wider than the pane (no hidden sideways overflow).
         viewport = page.chat.scroll_area.viewport().width()
-        assert page.chat._content.width() <= viewport
+        assert page.chat.scroll_area.widget().width() <= viewport
         for card in (unreadable, unknown, query, submitted):
             assert card.width() <= viewport
             assert_label_whole(card.title)
