@@ -111,7 +111,7 @@ def quant_of(file_name: str) -> str | None:
     return matches[-1].upper() if matches else None
 
 
-def _probe_target() -> tuple[str, int] | None:
+def probe_target() -> tuple[str, int] | None:
     """Host and port a request to the hub connects to first: the proxy when one is configured."""
     from urllib.parse import urlsplit
 
@@ -125,6 +125,12 @@ def _probe_target() -> tuple[str, int] | None:
     return parts.hostname, port
 
 
+def forget_reachability() -> None:
+    """Forget which hubs answered lately: the next call probes again, even within
+    ``PROBE_TTL_S`` (the endpoint moved to a host and port that answered before, but may not now)."""
+    _last_reachable.clear()
+
+
 def ensure_reachable(what: str) -> None:
     """Fail in under two seconds when the hub cannot be reached at all.
 
@@ -133,7 +139,7 @@ def ensure_reachable(what: str) -> None:
     is offline: the user then waits half a minute for "offline".  One TCP connection with a short
     timeout tells the two apart; the library's retries still cover a hub that answers badly.
     """
-    target = _probe_target()
+    target = probe_target()
     if target is None:
         return
     now = time.monotonic()

@@ -25,7 +25,7 @@ def unreachable_hub(hf_env: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     url = f"http://127.0.0.1:{closed_port()}"
     monkeypatch.setenv("HF_ENDPOINT", url)
     monkeypatch.setattr(constants, "ENDPOINT", url)
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     return url
 
 
@@ -46,11 +46,11 @@ def test_an_unreachable_hub_is_reported_without_retrying(
 
 def test_the_probe_goes_to_the_proxy_when_one_is_set(unreachable_hub: str, monkeypatch: Any) -> None:
     monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
-    assert hub._probe_target() == ("proxy.invalid", 3128)
+    assert hub.probe_target() == ("proxy.invalid", 3128)
 
 
 def test_a_reachable_hub_is_probed_once_per_interval(fake_hub: Any, monkeypatch: Any) -> None:
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     connects: list[object] = []
     real = socket.create_connection
 
