@@ -31,7 +31,7 @@ from typing import Any, Literal
 from sqale_desktop.core import json_input
 from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.agent.followup import Thread
-from sqale_desktop.core.eval.question_types import EvalQuestion, QuestionSetError
+from sqale_desktop.core.eval.question_types import EvalQuestion, QuestionSetError, database_file
 from sqale_desktop.core.json_input import JsonInputError
 
 FollowUps = Literal["standalone", "continued", "carried"]
@@ -98,8 +98,8 @@ def _interaction(path: Path, base: Path, index: int, record: Any) -> Interaction
             raise QuestionSetError(f"{where}, turn {number}: no query")
         parsed.append(Turn(turn["utterance"], query))
     given = record.get("db_path")
-    db_path = base / given if isinstance(given, str) else base / "database" / db_id / f"{db_id}.sqlite"
-    return Interaction(str(record.get("id", index)), db_id, db_path.resolve(), tuple(parsed))
+    db_path = (base / given).resolve() if isinstance(given, str) else database_file(base / "database", db_id)
+    return Interaction(str(record.get("id", index)), db_id, db_path, tuple(parsed))
 
 
 def parse_follow_ups(text: str) -> list[FollowUps]:

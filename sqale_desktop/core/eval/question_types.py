@@ -23,6 +23,12 @@ class QuestionSetError(KnownError):
     """A question set that cannot be read; the message says which file and why."""
 
 
+def database_file(databases: Path, db_id: str) -> Path:
+    """Database ``db_id`` in a Spider-layout folder (Spider, BIRD, SParC, CoSQL):
+    ``databases/<db_id>/<db_id>.sqlite``, resolved."""
+    return (databases / db_id / f"{db_id}.sqlite").resolve()
+
+
 @dataclass(frozen=True)
 class EvalQuestion:
     """One question: ``id`` is kept as the source spells it (an int for the plain Spider list)."""

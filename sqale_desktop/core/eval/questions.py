@@ -28,6 +28,7 @@ from sqale_desktop.core.eval.question_types import EvalQuestion as EvalQuestion
 from sqale_desktop.core.eval.question_types import Format as Format
 from sqale_desktop.core.eval.question_types import QuestionSet as QuestionSet
 from sqale_desktop.core.eval.question_types import QuestionSetError as QuestionSetError
+from sqale_desktop.core.eval.question_types import database_file
 from sqale_desktop.core.json_input import JsonInputError
 
 FORMATS: tuple[Format, ...] = ("plain", "spider", "bird", "sqale", "sparc")
@@ -132,7 +133,7 @@ def _spider(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
     for index, rec in enumerate(records):
         _require(rec, ("db_id", "question", "query"), path, index)
         db_id = str(rec["db_id"])
-        db_path = (root / db_id / f"{db_id}.sqlite").resolve()
+        db_path = database_file(root, db_id)
         questions.append(EvalQuestion(index, db_id, db_path, str(rec["question"]), str(rec["query"])))
     return _finish(QuestionSet(str(path), "spider", questions))
 
@@ -143,7 +144,7 @@ def _bird(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
     for index, rec in enumerate(records):
         _require(rec, ("db_id", "question", "SQL"), path, index)
         db_id = str(rec["db_id"])
-        db_path = (root / db_id / f"{db_id}.sqlite").resolve()
+        db_path = database_file(root, db_id)
         evidence = str(rec.get("evidence") or "").strip()
         text = str(rec["question"])
         if evidence:
