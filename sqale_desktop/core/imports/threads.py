@@ -37,6 +37,11 @@ class ImportThread:
     def started(self) -> bool:
         return self._thread.ident is not None
 
+    @property
+    def name(self) -> str:
+        """The thread's name (``import-read``, ``import-write``…), as tracebacks and debuggers show it."""
+        return self._thread.name
+
     def wait(self, timeout: float) -> bool:
         """Whether the thread ended within ``timeout`` seconds (a Ctrl+C here goes up)."""
         return self.ended.wait(timeout)

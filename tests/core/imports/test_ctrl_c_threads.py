@@ -73,9 +73,9 @@ def test_ctrl_c_mid_import_goes_up_only_after_every_thread_ended(
         sending[0].wait(5)
         time.sleep(5)  # the signal lands here, and the test fails below
     assert returned == [], "the import ended before Ctrl+C: make the file larger"
-    names = sorted(t._thread.name for t in started)
+    names = sorted(t.name for t in started)
     assert "import-read" in names and "import-write" in names, names
-    assert [t._thread.name for t in started if not t.ended.is_set()] == []
+    assert [t.name for t in started if not t.ended.is_set()] == []
     assert left_in_cache() == []
 
 
