@@ -14,20 +14,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import (
-    QEvent,
-    QModelIndex,
-    QObject,
-    QPersistentModelIndex,
-    QSizeF,
-    Qt,
-    QTimer,
-    Signal,
-)
+from PySide6.QtCore import QEvent, QObject, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import (
-    QFont,
     QFontDatabase,
-    QFontMetrics,
+    QStandardItem,
+    QStandardItemModel,
     QTextCharFormat,
     QTextCursor,
     QTextOption,
@@ -40,7 +31,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
-    QStyle,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -59,9 +49,7 @@ from sqale_desktop.ui.result_model import ReadOnlyTableModel, display_value
 from sqale_desktop.ui.sql_editor import SqlEditor
 from sqale_desktop.ui.sql_highlight import format_sql
 
-_Index = QModelIndex | QPersistentModelIndex
 _BINARY = (bytes, bytearray, memoryview)
-_WIDE = 1 << 20
 MAX_CARD_ROWS = 12
 MAX_CARD_COLUMN_PX = 220
 MIN_CARD_COLUMN_PX = 56
@@ -370,81 +358,56 @@ class _ColumnFitter(QObject):
                 header.resizeSection(column, wanted)
 
 
-class CardRowsModel(ReadOnlyTableModel):
-    """The rows of a tool result card: read-only, at most ``MAX_CARD_ROWS``, formatted once.
-
-    Every cell's text, alignment and colour are worked out when the card is built, so ``data`` is
-    a lookup; building costs no Qt object per cell (a ``QStandardItem`` per cell, each set up by
-    three calls from Python, was most of a card's cost while an answer streams; issue 32).
-    """
-
-    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QObject) -> None:
-        super().__init__(columns, parent)
-        width = len(self._columns)
-        shown = [tuple(row[:width]) for row in list(rows)[:MAX_CARD_ROWS]]
-        self.texts = [[display_value(value) for value in row] for row in shown]
-        self.special = [[value is None or isinstance(value, _BINARY) for value in row] for row in shown]
-        self.numbers = [[isinstance(value, int | float) for value in row] for row in shown]
-        self.numeric = [
-            all(row[c] is None or isinstance(row[c], int | float) for row in shown if c < len(row))
-            for c in range(width)
-        ]
-        """Per column: every shown value is a number or NULL (its width is never given away)."""
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.texts)
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        row, column = index.row(), index.column()
-        if not index.isValid() or row >= len(self.texts) or column >= len(self.texts[row]):
-            return None
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            return self.texts[row][column]  # the tooltip: the whole value where the column is narrowed
-        return self.cell_look(role, self.special[row][column], self.numbers[row][column])
-
-    def natural_widths(self, view: QTableView) -> list[int]:
-        """Each column's width for its widest shown cell or its header, as ``resizeColumnsToContents``
-        would size it, measured with the view's font metrics (at most ``MAX_CARD_ROWS`` cells a
-        column) instead of a delegate size hint per cell."""
-        plain = view.fontMetrics()
-        italic_font = QFont(view.font())
-        italic_font.setItalic(True)
-        italic = QFontMetrics(italic_font)
-        style = view.style()
-        # QCommonStyle's item text margin on each side, and the grid line the table view adds.
-        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
-        padding = 2 * margin + (1 if view.showGrid() else 0)
-        header = view.horizontalHeader()
-        widths = []
-        for column in range(len(self._columns)):
-            widest = 0
-            for texts, special in zip(self.texts, self.special, strict=True):
-                if column < len(texts):
-                    metrics = italic if special[column] else plain
-                    # The laid-out width (an italic glyph's overhang included), as the delegate has it.
-                    widest = max(widest, metrics.boundingRect(0, 0, _WIDE, _WIDE, 0, texts[column]).width())
-            cells = widest + padding if self.texts else 0
-            widths.append(min(max(cells, header.sectionSizeHint(column)), MAX_CARD_COLUMN_PX))
-        return widths
-
-
 def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], parent: QWidget) -> QTableView:
-    """A small static table over a :class:`CardRowsModel`, its columns sized from font metrics."""
+    """A small static table over a C++ ``QStandardItemModel``.
+
+    A model in Python answers ``data`` once per role per cell whenever the table is laid out or
+    painted, and the chat lays out and paints every card on screen each time a card arrives: a
+    Python model made adding a card 2.5 times dearer than this one (issue 32).  Here Python only
+    fills it, a row at a time, with the look the result grid has (``ReadOnlyTableModel.cell_look``).
+    """
     view = QTableView(parent)
-    model = CardRowsModel(columns, rows, view)
+    width = len(columns)
+    model = QStandardItemModel(0, width, view)
+    model.setHorizontalHeaderLabels([str(c) for c in columns])
+    look = ReadOnlyTableModel([])
+    role = Qt.ItemDataRole
+    grey = look.cell_look(role.ForegroundRole, True, False)
+    italic = look.cell_look(role.FontRole, True, False)
+    right = Qt.AlignmentFlag(look.cell_look(role.TextAlignmentRole, False, True))
+    numeric = [True] * width
+    shown = list(rows)[:MAX_CARD_ROWS]
+    for row in shown:
+        items = []
+        for c, value in enumerate(row[:width]):
+            text = display_value(value)
+            item = QStandardItem(text)
+            item.setToolTip(text)  # the whole value when the column is narrowed
+            if value is None or isinstance(value, _BINARY):
+                item.setForeground(grey)
+                item.setFont(italic)
+            elif isinstance(value, int | float):
+                item.setTextAlignment(right)
+            else:
+                numeric[c] = False
+            items.append(item)
+        model.appendRow(items)
     view.setModel(model)
+    # Nothing in a card is edited (its items keep Qt's default flags, so no trigger opens an editor).
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.verticalHeader().setVisible(False)
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
+    view.resizeColumnsToContents()
     header = view.horizontalHeader()
+    natural = [min(header.sectionSize(column), MAX_CARD_COLUMN_PX) for column in range(width)]
     header.setStretchLastSection(True)
     view.setTextElideMode(Qt.TextElideMode.ElideRight)
-    _ColumnFitter(view, model.natural_widths(view), model.numeric)
+    _ColumnFitter(view, natural, numeric)
     row_height = view.verticalHeader().defaultSectionSize()
     # Room for a horizontal scroll bar is kept below the rows: a wide result scrolls sideways
     # without the bar covering its last row.
     bar = view.horizontalScrollBar().sizeHint().height()
-    view.setFixedHeight(header.sizeHint().height() + row_height * max(1, model.rowCount()) + 4 + bar)
+    view.setFixedHeight(header.sizeHint().height() + row_height * max(1, len(shown)) + 4 + bar)
     view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     return view
 

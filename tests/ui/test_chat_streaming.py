@@ -1,7 +1,6 @@
 """What the chat does per streamed batch and per tool card stays small (issue 32: the worst stall
-while an episode streams): a tool result's table is a read-only model sized from font metrics, a
-full thinking box takes more text without a relayout, and a card relays out the chat, not the
-window."""
+while an episode streams): a tool result's table is a C++ model that Python only fills, a full
+thinking box takes more text without a relayout, and a card relays out the chat, not the window."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ from PySide6.QtWidgets import QApplication, QTableView
 from sqale_desktop.core.agent.events import TextDelta, ToolCalled, ToolResulted, TurnStarted
 from sqale_desktop.core.tools.payloads import RowsPayload
 from sqale_desktop.ui.chat_pane import ChatPane
-from sqale_desktop.ui.chat_widgets import MAX_CARD_ROWS, CardRowsModel
-from sqale_desktop.ui.result_model import display_value
+from sqale_desktop.ui.chat_widgets import MAX_CARD_ROWS
+from sqale_desktop.ui.result_model import ResultTableModel
 from tests.helpers import shared_data
 from tests.ui.windows import WindowFactory, open_page, settle
 
@@ -61,9 +60,9 @@ def card_table(view: Any) -> QTableView:
     return table
 
 
-def test_a_result_cards_table_shows_its_rows_as_before_from_a_read_only_model(
-    qtbot: Any, qtmodeltester: Any
-) -> None:
+def test_a_result_cards_table_is_a_cpp_model_with_the_grids_look(qtbot: Any, qtmodeltester: Any) -> None:
+    """The card's rows live in a plain QStandardItemModel: laying out and painting the chat (every
+    card on screen, each time a card arrives) never calls into Python for a cell."""
     pane = ChatPane()
     qtbot.addWidget(pane)
     pane.resize(900, 900)
@@ -80,28 +79,25 @@ def test_a_result_cards_table_shows_its_rows_as_before_from_a_read_only_model(
     settle()
     table = card_table(view)
     model = table.model()
-    # No Qt item per cell: a model that formats each cell once and looks it up when painting.
-    assert isinstance(model, CardRowsModel) and not isinstance(model, QStandardItemModel)
+    assert type(model) is QStandardItemModel  # not a Python subclass: no data() in Python
     qtmodeltester.check(model)
     assert model.rowCount() == MAX_CARD_ROWS and model.columnCount() == 5
     assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(5)] == rows.columns
-    first, null, blob, number = model.index(0, 0), model.index(0, 3), model.index(0, 4), model.index(0, 1)
-    assert model.data(first) == "region 0" and model.data(first, Qt.ItemDataRole.ToolTipRole) == "region 0"
-    assert model.data(null) == "NULL" and model.data(null, Qt.ItemDataRole.FontRole).italic()
-    assert model.data(blob, Qt.ItemDataRole.ForegroundRole) is not None
-    assert model.data(number) == display_value(117_000)
-    alignment = Qt.AlignmentFlag(model.data(number, Qt.ItemDataRole.TextAlignmentRole))
-    assert alignment & Qt.AlignmentFlag.AlignRight
-    assert model.data(first, Qt.ItemDataRole.TextAlignmentRole) is None
-    assert model.numeric == [False, True, True, False, False]
-    # The columns measured from font metrics are as wide as Qt's own sizing to contents would make
-    # them (the delegate's size hint of every cell, or the header's), up to the card's cap.
-    header = table.horizontalHeader()
-    natural = model.natural_widths(table)
-    for column in range(5):
-        qt_would = max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
-        assert natural[column] == min(qt_would, 220), (column, natural[column], qt_would)
-    assert header.sectionSize(1) >= table.sizeHintForColumn(1)  # the numbers stay whole
+    grid = ResultTableModel(first_rows=rows.rows, columns=rows.columns)
+    looks = [
+        Qt.ItemDataRole.DisplayRole,
+        Qt.ItemDataRole.ForegroundRole,
+        Qt.ItemDataRole.FontRole,
+        Qt.ItemDataRole.TextAlignmentRole,
+    ]
+    for row in range(MAX_CARD_ROWS):
+        for column in range(5):
+            card_cell, grid_cell = model.index(row, column), grid.index(row, column)
+            for role in looks:  # a value looks the same in the card and in the grid
+                assert model.data(card_cell, role) == grid.data(grid_cell, role), (row, column, role)
+            assert model.data(card_cell, Qt.ItemDataRole.ToolTipRole) == model.data(card_cell)
+    assert model.data(model.index(0, 3)) == "NULL"
+    assert table.horizontalHeader().sectionSize(1) >= table.sizeHintForColumn(1)  # numbers whole
 
 
 def test_a_full_thinking_box_takes_more_text_without_a_relayout(qtbot: Any) -> None:
