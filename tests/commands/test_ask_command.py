@@ -192,13 +192,14 @@ def test_ctrl_c_stops_a_running_query_and_reports_cancelled(chinook: Path, tmp_p
 
 def test_without_model_the_installed_model_is_used(chinook: Path) -> None:
     from sqale_desktop.cli import build_parser
-    from sqale_desktop.commands import agent_commands
+    from sqale_desktop.commands.engine_flags import engine_flags
     from sqale_desktop.core.models.registry import Registry
+    from sqale_desktop.core.runtime import choose
     from sqale_desktop.core.settings import Settings
 
     record = Registry().import_file(smollm2_gguf())
     args = build_parser().parse_args(["ask", "--db", str(chinook), "--question", QUESTION])
-    runtime = agent_commands._runtime(args, Settings())
+    runtime = choose(Settings(), engine_flags(args))  # what ask runs with for these flags
     assert runtime.factory is not None  # chosen, loaded when the factory runs
     assert runtime.model_path == Path(record.path)
     assert runtime.model_dir == Path(record.model_dir)  # its sqale_agent.py / generation_config.json
