@@ -86,6 +86,18 @@ class ModelManagerDialog(QDialog):
         self._files: list[Any] = []
         self._chain = False  # get_suggested(): download the suggestion once found, then select it
 
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._installed_group(), 1)
+        layout.addWidget(self._download_group(table_count))
+        layout.addWidget(self._convert_group())
+        self._add_footer(layout)
+        self.refresh()
+
+    # building -------------------------------------------------------------------------------
+    # One method per group, called in the order the groups stand (the order their widgets are
+    # made is the Tab key's order).
+    def _installed_group(self) -> QGroupBox:
+        """The installed models' table and its buttons (Use, Verify, Remove, Import GGUF…)."""
         self.table = QTableWidget(0, 4, self)
         self.table.setHorizontalHeaderLabels(["Model", "Size", "From", "Checkpoint"])
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -110,7 +122,11 @@ class ModelManagerDialog(QDialog):
         installed_layout = QVBoxLayout(installed)
         installed_layout.addWidget(self.table)
         installed_layout.addLayout(installed_buttons)
+        return installed
 
+    def _download_group(self, table_count: int | None) -> QGroupBox:
+        """The hub: the suggested checkpoint for a database of ``table_count`` tables, a GGUF
+        repository's builds, Download and Cancel."""
         self.checkpoint = QComboBox(self)
         for entry in CATALOG:
             scores = f"SQaLe test {entry.accuracy.sqale_test:.1f}%, BIRD dev {entry.accuracy.bird_dev:.1f}%"
@@ -140,14 +156,6 @@ class ModelManagerDialog(QDialog):
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.setEnabled(False)
-        # One bar for whichever job runs (download, import, verify, convert), beside the line that
-        # names the job, shown only while it runs: inside the download box it read as a finished
-        # download after an import.
-        self.progress = QProgressBar(self)
-        self.progress.setObjectName("jobProgress")
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.progress.hide()
         download = QGroupBox("Download from Hugging Face", self)
         download_layout = QVBoxLayout(download)
         row1 = QHBoxLayout()
@@ -165,8 +173,11 @@ class ModelManagerDialog(QDialog):
         row3.addWidget(self.cancel_button)
         for row in (row1, row2, row3):
             download_layout.addLayout(row)
+        return download
 
-        # When no GGUF build exists: convert the checkpoint here (core.models.convert).
+    def _convert_group(self) -> QGroupBox:
+        """When no GGUF build exists: convert the checkpoint (the one chosen above, or a local
+        folder) into a GGUF on this computer (``core.models.convert``)."""
         self.convert_source = QLineEdit(self)
         self.convert_source.setPlaceholderText("checkpoint: the one chosen above, or a local folder")
         self.convert_folder_button = QPushButton("Folder…", self)
@@ -187,24 +198,46 @@ class ModelManagerDialog(QDialog):
         convert_row.addWidget(self.convert_folder_button)
         convert_row.addWidget(self.quant)
         convert_row.addWidget(self.convert_button)
+        return convert
 
+    def _add_footer(self, layout: QVBoxLayout) -> None:
+        """The message line, the job bar under it and Close, at the foot of ``layout``."""
         self.message = QLabel("", self)
         self.message.setWordWrap(True)
         self.message.setObjectName("modelMessage")
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("Close", self)
         close.clicked.connect(self.accept)
-        layout = QVBoxLayout(self)
-        layout.addWidget(installed, 1)
-        layout.addWidget(download)
-        layout.addWidget(convert)
         layout.addWidget(self.message)
+        # One bar for whichever job runs (download, import, verify, convert), beside the line that
+        # names the job, shown only while it runs: inside the download box it read as a finished
+        # download after an import.
+        self.progress = QProgressBar(self)
+        self.progress.setObjectName("jobProgress")
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.hide()
         layout.addWidget(self.progress)
         bottom = QHBoxLayout()
         bottom.addStretch(1)
         bottom.addWidget(close)
         layout.addLayout(bottom)
-        self.refresh()
+
+    # state ----------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """A job runs (a download, an import, a verify or a conversion): another waits for it."""
+        return self._job is not None
+
+    @property
+    def searching(self) -> bool:
+        """A hub lookup (Find GGUF builds, or the first step of Get) runs."""
+        return self._search_job is not None
+
+    @property
+    def getting_suggested(self) -> bool:
+        """Get the suggested model is under way: its build is downloaded and used once found."""
+        return self._chain
 
     # installed ------------------------------------------------------------------------------
     def records(self) -> list[ModelRecord]:

@@ -137,7 +137,7 @@ def test_model_manager_import_verify_remove(qtbot: Any, manager: ModelManagerDia
         dialog.import_file(smollm2())
     assert dialog.table.rowCount() == 1
     assert dialog.table.item(0, 0).text() == "✓ SmolLM2-135M-Instruct.Q4_1.gguf — in use"
-    qtbot.waitUntil(lambda: dialog._job is None)
+    qtbot.waitUntil(lambda: not dialog.busy)
     dialog.verify_selected()
     qtbot.waitUntil(lambda: dialog.message.text().startswith("OK"), timeout=20_000)
     dialog.show()
@@ -221,9 +221,7 @@ def test_download_progress_and_cancel(qtbot: Any, manager: ModelManagerDialog, m
     qtbot.waitUntil(lambda: dialog.progress.value() >= 100, timeout=10_000)
     assert "MiB/s" in dialog.message.text()
     dialog.cancel_button.click()
-    qtbot.waitUntil(
-        lambda: "cancelled" in dialog.message.text().lower() and dialog._job is None, timeout=10_000
-    )
+    qtbot.waitUntil(lambda: "cancelled" in dialog.message.text().lower() and not dialog.busy, timeout=10_000)
     assert dialog.download_button.isEnabled() and not dialog.cancel_button.isEnabled()
 
 
@@ -254,7 +252,7 @@ def test_converting_a_folder_that_is_no_checkpoint_is_a_message(
     (tmp_path / "empty").mkdir()
     dialog.convert_source.setText(str(tmp_path / "empty"))
     dialog.convert()
-    qtbot.waitUntil(lambda: dialog._job is None, timeout=20_000)
+    qtbot.waitUntil(lambda: not dialog.busy, timeout=20_000)
     assert "config.json" in dialog.message.text()
     assert registry.list() == []
 

@@ -58,7 +58,7 @@ def test_one_click_finds_downloads_and_selects_the_suggested_build(
             base_model=SYNSQL.repo_id,
         )
     )
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     dialog = dialog_for(qtbot, pool, tmp_path)
     dialog.show()
     with qtbot.waitSignal(dialog.model_chosen, timeout=30_000) as chosen:
@@ -74,7 +74,7 @@ def test_one_click_finds_downloads_and_selects_the_suggested_build(
 def test_without_a_gguf_build_conversion_is_offered_with_its_cost(
     qtbot: Any, pool: TaskPool, tmp_path: Path, fake_hub: FakeHub
 ) -> None:
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     dialog = dialog_for(qtbot, pool, tmp_path)
     dialog.get_suggested()
     qtbot.waitUntil(lambda: "No GGUF build" in dialog.message.text(), timeout=20_000)
@@ -110,16 +110,16 @@ def test_the_active_model_is_marked(qtbot: Any, pool: TaskPool, tmp_path: Path) 
 def test_import_stays_usable_while_the_hub_is_asked(
     qtbot: Any, pool: TaskPool, tmp_path: Path, fake_hub: FakeHub
 ) -> None:
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     dialog = dialog_for(qtbot, pool, tmp_path)
     dialog.find_builds()
-    assert dialog._search_job is not None and not dialog.find_button.isEnabled()
+    assert dialog.searching and not dialog.find_button.isEnabled()
     assert dialog.import_button.isEnabled()
     said: list[str] = []
     dialog.models_changed.connect(lambda: said.append(dialog.message.text()))
     with qtbot.waitSignal(dialog.models_changed, timeout=20_000):
         dialog.import_file(smollm2())
-    qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
+    qtbot.waitUntil(lambda: not dialog.searching, timeout=20_000)
     assert len(dialog.registry.list()) == 1 and dialog.find_button.isEnabled()
     # SmolLM2 is no SQaLe agent: the import says so right away.
     assert "not one of the SQaLe agents" in said[0]
@@ -136,7 +136,7 @@ def test_offline_find_fails_with_the_offline_message(
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
     monkeypatch.setattr(constants, "ENDPOINT", url)
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     dialog = dialog_for(qtbot, pool, tmp_path)
     dialog.find_builds()
     # No retries (tests/core/models/test_hub_offline.py): the message comes from the probe.
@@ -158,7 +158,7 @@ def test_the_first_run_offer_is_one_click(
         return 0
 
     monkeypatch.setattr(ModelManagerDialog, "exec", exec_)
-    hub._last_reachable.clear()
+    hub.forget_reachability()
     window = MainWindow(Settings(), None, history=History(tmp_path / "h.sqlite"))
     qtbot.addWidget(window)
     try:
@@ -167,8 +167,9 @@ def test_the_first_run_offer_is_one_click(
         window.download_suggested_model()
         assert len(opened) == 1
         dialog = opened[0]
-        assert dialog._chain and dialog.checkpoint.currentData() == SYNSQL.repo_id  # found, downloaded, used
-        qtbot.waitUntil(lambda: dialog._search_job is None, timeout=20_000)
+        # Found, downloaded, used: Get is under way for the suggested checkpoint.
+        assert dialog.getting_suggested and dialog.checkpoint.currentData() == SYNSQL.repo_id
+        qtbot.waitUntil(lambda: not dialog.searching, timeout=20_000)
         assert "No GGUF build" in dialog.message.text()  # this fake hub has none: conversion is offered
     finally:
         assert window.shutdown()
