@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
-from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import QAbstractItemView, QStyle, QTableView, QWidget
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QHelpEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import QAbstractItemView, QStyle, QTableView, QToolTip, QWidget
 
 from sqale_desktop.core.export_formats import TextFormat, column_values, format_rows
 from sqale_desktop.ui.result_model import ResultTableModel, display_value
@@ -52,6 +52,10 @@ class ResultGrid(QTableView):
         self.setWordWrap(False)
         self.horizontalHeader().setSortIndicatorShown(True)
         self.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        # A header's elide mode is ElideNone: a title wider than its section was drawn centred and
+        # cut at both ends.  Its start is what a title says first; the tooltip has all of it.
+        self.horizontalHeader().setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.horizontalHeader().viewport().installEventFilter(self)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         # A double-click on a section's edge sizes it from the first rows only (every loaded row
         # costs ~0.25 ms a row); fit_columns sizes them all when a result arrives.
@@ -96,16 +100,20 @@ class ResultGrid(QTableView):
         pad = 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self) + 1) + 2
         grid = 1 if self.showGrid() else 0
         # The header's hint (its style's margins and sort arrow) costs ~0.4 ms a column through
-        # headerData: it is asked once, and the other columns add their text's width to its margin.
+        # headerData: it is asked once, and the other columns add their title's width to its margin.
+        # Measured as the hint measures it, in bold (a column with a selected cell has a bold
+        # title): the plain width fell short of the hint by up to 10 px on long titles.
         names = model.columns
-        titles = header.fontMetrics()
-        header_pad = header.sectionSizeHint(0) - titles.horizontalAdvance(names[0])
+        bold_font = QFont(header.font())
+        bold_font.setBold(True)
+        titles = QFontMetrics(bold_font)
+        header_pad = header.sectionSizeHint(0) - titles.size(0, names[0]).width()
         least = header.minimumSectionSize()
         widths: dict[str, int] = {}  # a text's width, measured once (columns repeat values)
         header.blockSignals(True)  # one relayout after the last section, not one per section
         try:
             for column in range(columns):
-                widest = max(least, titles.horizontalAdvance(names[column]) + header_pad)
+                widest = max(least, titles.size(0, names[column]).width() + header_pad)
                 for row in rows:
                     value = row[column]
                     special = value is None or isinstance(value, bytes)
@@ -120,6 +128,21 @@ class ResultGrid(QTableView):
             header.blockSignals(False)
         self.updateGeometries()
         self.viewport().update()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A tooltip over a header whose title may be cut: the whole column name."""
+        header = self.horizontalHeader()
+        if watched is header.viewport() and event.type() == QEvent.Type.ToolTip:
+            assert isinstance(event, QHelpEvent)
+            column = header.logicalIndexAt(event.pos())
+            names = self.column_names()
+            # Narrower than the header's own hint (its title in bold, the margins, the sort arrow).
+            if 0 <= column < len(names) and header.sectionSize(column) < header.sectionSizeHint(column):
+                QToolTip.showText(event.globalPos(), names[column], header)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().eventFilter(watched, event)
 
     # what is shown ---------------------------------------------------------------------------
     def result_model(self) -> ResultTableModel | None:
