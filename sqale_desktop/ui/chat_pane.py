@@ -161,7 +161,7 @@ class ChatPane(QWidget):
         self._asked_on: EpisodeView | None = None  # the answer the running episode follows up
         self._clock = QTimer(self)  # refreshes elapsed time while an episode runs
         self._clock.setInterval(250)
-        self._clock.timeout.connect(self._tick)
+        self._clock.timeout.connect(self.refresh_progress)
         self._ask_enabled = True
         self._follow = True  # keep the newest output in view while the user has not scrolled up
         bar = self.scroll_area.verticalScrollBar()
@@ -299,7 +299,7 @@ class ChatPane(QWidget):
         self.ask_button.setEnabled(False)
         self.stop_button.setEnabled(True)
         self._clock.start()
-        self._tick()
+        self.refresh_progress()
         return view
 
     def apply(self, events: list[Event]) -> None:
@@ -324,7 +324,9 @@ class ChatPane(QWidget):
         self.live.setText(f"Error: {error}" if error else "")
         self._scroll_to_end()
 
-    def _tick(self) -> None:
+    def refresh_progress(self) -> None:
+        """Show the running answer's progress line (elapsed time, tokens per second) now, in the
+        answer and in the pane's live line; the clock does it every 250 ms while one runs."""
         view = self.current
         if view is None:
             return

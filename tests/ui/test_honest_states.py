@@ -79,7 +79,7 @@ def test_live_speed_counts_from_the_first_streamed_token(
     qtbot.waitUntil(lambda: (view.live_tokens_per_second() or 0.0) > 0.0, timeout=10_000)
     first = view.turns[1]
     assert first.summary == "" and first.thinking.plain_text()
-    page.chat._tick()
+    page.chat.refresh_progress()
     assert "0.0 tok/s" not in view.progress.text() and "tok/s" in view.progress.text()
     assert "0.0 tok/s" not in page.chat.live.text()
     with qtbot.waitSignal(window.episode_finished, timeout=30_000):
