@@ -149,6 +149,12 @@ class AgentWorker(QObject):
         with self._lock:
             return self._runtime
 
+    @property
+    def engine(self) -> Engine | None:
+        """The engine loaded now; None before the first load and after a runtime change that
+        concerns it.  The worker's thread owns it: look at it, never run it from another thread."""
+        return self._engine
+
     def set_runtime(self, runtime: Runtime, keep_engine: bool = False) -> None:
         """Run later episodes with ``runtime`` (the settings changed); each tool database is opened
         again by it before its next episode, so its query time limit applies.

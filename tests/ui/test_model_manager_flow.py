@@ -247,7 +247,7 @@ def test_use_on_the_model_in_use_keeps_it_loaded(qtbot: Any, tmp_path: Path) -> 
             window.runner.engine_state, timeout=10_000, check_params_cb=lambda s, _d: s == "ready"
         ):
             window.runner.load_engine()
-        engine = window.runner.worker._engine
+        engine = window.runner.worker.engine
         assert engine is not None
 
         def use_it(dialog: ModelManagerDialog) -> None:
@@ -257,10 +257,10 @@ def test_use_on_the_model_in_use_keeps_it_loaded(qtbot: Any, tmp_path: Path) -> 
 
         in_models_dialog(qtbot, window, use_it)
         assert window.settings.model_id == record.id
-        assert resolved == [] and window.runner.worker._engine is engine  # not rebuilt, not unloaded
+        assert resolved == [] and window.runner.worker.engine is engine  # not rebuilt, not unloaded
         # A second Use, with the settings naming it now: still nothing reloads.
         in_models_dialog(qtbot, window, use_it)
-        assert resolved == [] and window.runner.worker._engine is engine
+        assert resolved == [] and window.runner.worker.engine is engine
     finally:
         assert window.shutdown()
 

@@ -149,7 +149,7 @@ def test_the_app_warms_the_protocols_system_turn_of_the_real_model(qtbot: Any, t
                 runner.engine_state, timeout=60_000, check_params_cb=lambda s, _t: s == "ready"
             ):
                 runner.load_engine()
-            engine = runner.worker._engine
+            engine = runner.worker.engine
             assert engine is not None
             notes = " ".join(getattr(engine, "notes", []))
             assert ("restored from the saved state" in notes) == (launch == "second"), notes
