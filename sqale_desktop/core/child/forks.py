@@ -24,6 +24,7 @@ fork-safe, Windows has no fork; there the spares remain.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import select
@@ -257,8 +258,13 @@ class Forked:
 # -- the server's side -------------------------------------------------------------------------
 
 
-def serve_forks(fd: int) -> None:
+def serve_forks(fd: int, warm: Sequence[str] = ()) -> None:
     """The server's loop, in the child the parent started with :data:`FORKS_ENV`.
+
+    It is ready at once and imports the modules ``warm`` names one by one while it is idle (no
+    request waiting, no child of its own running): the first import of a session is forked
+    before they are all in, imports what it needs itself (as a new child would) and does not
+    share the two cores with the rest of the warm-up; later ones find them imported.
 
     Returns only in a forked child, set up as a new child would be.  The server itself ends
     (``os._exit``) once the parent closed its end of the socket (it retired the server, or died)
@@ -272,10 +278,17 @@ def serve_forks(fd: int) -> None:
     with contextlib.suppress(AttributeError, ValueError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the app's to handle
     _say(sock, {"ready": True})
+    pending = list(warm)
     live: set[int] = set()
     closing = False
     while not (closing and not live):
-        readable, _, _ = select.select([wake_r] if closing else [sock.fileno(), wake_r], [], [])
+        idle = bool(pending) and not live and not closing
+        watched = [wake_r] if closing else [sock.fileno(), wake_r]
+        readable, _, _ = select.select(watched, [], [], 0 if idle else None)
+        if not readable and idle:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(pending.pop(0))
+            continue
         if wake_r in readable:
             with contextlib.suppress(BlockingIOError):
                 while os.read(wake_r, 512):

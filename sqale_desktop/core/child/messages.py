@@ -19,12 +19,13 @@ imports, and each forked child serves one plan the same way.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, NoReturn, cast
 
@@ -72,15 +73,23 @@ class Endpoint:
             self._out.flush()
 
 
-def serve(work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None]) -> NoReturn:
+def serve(
+    work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None], warm: Sequence[str] = ()
+) -> NoReturn:
     """Run ``work(plan, endpoint)`` as this child's whole life, then end the process (status 0
     after ``done``, 1 after ``error``).
 
     ``work`` returns the ``done`` message's fields; a :class:`KnownError` it raises is sent as
-    ``error`` with its text; anything else too, after its traceback went to stderr (the log)."""
+    ``error`` with its text; anything else too, after its traceback went to stderr (the log).
+    ``warm`` names the modules the work will need, imported before the plan is read (a spare
+    started ahead imports them while it waits; a fork server while it is idle)."""
     server = os.environ.pop(forks.FORKS_ENV, None)
     if server is not None:
-        forks.serve_forks(int(server))  # returns in each forked child, which serves as below
+        forks.serve_forks(int(server), warm)  # returns in each forked child, which serves as below
+    else:
+        for name in warm:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # anything else written to stdout goes to stderr, beside the protocol
     sys.stdout = sys.stderr

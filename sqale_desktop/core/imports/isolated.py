@@ -158,30 +158,31 @@ def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
     }
 
 
+# What the readers and the fast paths import, most used first: a fork server imports them once
+# (while idle), a spare child while it waits for its plan (``core.child.serve``).
+WARM = (
+    "sqale_desktop.core.imports.assembly",
+    "sqale_desktop.core.imports.fast_text",
+    "pyarrow.csv",
+    "adbc_driver_sqlite.dbapi",
+    "sqale_desktop.core.imports.builder",
+    "sqale_desktop.core.imports.text",
+    "sqale_desktop.core.imports.fast_typed",
+    "pyarrow.parquet",
+    "sqale_desktop.core.imports.excel",
+    "python_calamine",
+    "sqale_desktop.core.imports.json_source",
+    "sqale_desktop.core.imports.typed",
+    "sqale_desktop.core.imports.foreign_keys",
+)
+
+
 def child_main(argv: Sequence[str]) -> int:
     """The child's entry (``--child-module sqale_desktop.core.imports.isolated``): plan on stdin.
 
-    The libraries every fast path needs are imported before the plan is read: the fork server
-    (``core.child.run(spare=True)``) does that once, a spare child while it waits, not while a
-    person waits."""
+    The libraries every fast path needs (:data:`WARM`) are imported ahead of the work, not while
+    a person waits: by the fork server (``core.child.run(spare=True)``) once, while it is idle
+    (the first import of a session may come sooner and imports what it needs itself), or by a
+    spare child before it reads its plan."""
     del argv
-    import contextlib
-    import importlib
-
-    for name in (
-        "sqale_desktop.core.imports.builder",
-        "sqale_desktop.core.imports.fast_text",
-        "sqale_desktop.core.imports.fast_typed",
-        "sqale_desktop.core.imports.text",
-        "sqale_desktop.core.imports.json_source",
-        "sqale_desktop.core.imports.excel",
-        "sqale_desktop.core.imports.typed",
-        "sqale_desktop.core.imports.foreign_keys",
-        "pyarrow.csv",
-        "pyarrow.parquet",
-        "adbc_driver_sqlite.dbapi",
-        "python_calamine",
-    ):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    return child.serve(_serve)
+    return child.serve(_serve, warm=WARM)
