@@ -47,7 +47,13 @@ def render_cell(value: object, *, for_model: bool = False, max_chars: int | None
 
 def display_float(value: float) -> str:
     """``value`` to 15 significant digits, still reading as a float (``2.0``, not ``2``); the
-    shortest repr when that has no more digits (so ``1.0`` and ``1e+20`` read as they always did)."""
+    shortest repr when that has no more digits (so ``1.0`` and ``1e+20`` read as they always did).
+
+    A sum that reads ``67416.5099999921`` (sakila's ``SUM(amount)``) is what SQLite before 3.43
+    returned, and its own shell prints the same: it added the doubles one by one, where 3.43 and
+    later sum them compensated (Kahan-Babuska-Neumaier) and return ``67416.51000000001``, the
+    correctly rounded sum.  The noise is in the value, not in this rule; trimming digits here would
+    misstate other values and part the grid from the copy, the export and the model's view."""
     exact = repr(value)
     if not math.isfinite(value):
         return exact
