@@ -70,7 +70,7 @@ def test_an_unknown_thread_is_tokenized_and_the_kept_ids_are_bounded(engine: Lla
     session.close()
     for number in range(THREADS_KEPT + 2):
         engine.new_session(SYSTEM + user_turn(f"question {number}")).close()
-    assert len(engine._threads) == THREADS_KEPT
+    assert engine.threads_kept == THREADS_KEPT
 
 
 def test_after_a_relaunch_the_thread_comes_back_from_its_saved_state(tiny_path: Path) -> None:

@@ -67,7 +67,7 @@ def chain_distribution(logits: np.ndarray, params: SamplingParams) -> dict[int, 
     array = llama_cpp.llama_token_data_array(data, n, -1, False)
     chain = SamplerChain(params, n)
     try:
-        llama_cpp.llama_sampler_apply(chain._chain, ctypes_pointer(array))
+        chain.apply(ctypes_pointer(array))
     finally:
         chain.close()
     return {int(array.data[i].id): float(array.data[i].p) for i in range(array.size)}

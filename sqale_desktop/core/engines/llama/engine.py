@@ -158,6 +158,12 @@ class LlamaEngine:
         return self.model is not None
 
     @property
+    def threads_kept(self) -> int:
+        """How many closed sessions' token ids are kept for their follow-ups (at most
+        ``THREADS_KEPT``; the least recently used goes first)."""
+        return len(self._threads)
+
+    @property
     def notes(self) -> list[str]:
         """What the status line's details and the log say about this engine."""
         policy = [POLICY_NOTE] if POLICY_NOTE else []

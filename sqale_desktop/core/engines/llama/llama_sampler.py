@@ -77,6 +77,11 @@ class SamplerChain:
         """Sample from the logits of the last evaluated token (and record it in the chain's history)."""
         return int(self._lib.llama_sampler_sample(self._chain, ctx, -1))
 
+    def apply(self, candidates: Any) -> None:
+        """Run the chain over ``candidates`` (a ``llama_token_data_array`` pointer) in place: the
+        probabilities it leaves are the distribution ``sample`` draws from."""
+        self._lib.llama_sampler_apply(self._chain, candidates)
+
     def close(self) -> None:
         if self._chain is not None:
             self._lib.llama_sampler_free(self._chain)
