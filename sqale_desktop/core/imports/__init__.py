@@ -31,6 +31,7 @@ from sqale_desktop.core.imports.progress import (
 )
 from sqale_desktop.core.imports.result import ImportResult, TableSummary
 from sqale_desktop.core.imports.sources import (
+    BY_KIND,
     DIALOG_LABEL,
     DIALOG_PATTERNS,
     FOLDER,
@@ -121,8 +122,6 @@ def _members(source: Path, kind: str) -> tuple[list[Path], list[str]]:
         from sqale_desktop.core.imports import folders
 
         return folders.members(source, kind_of)
-    from sqale_desktop.core.imports.sources import BY_KIND
-
     beside = [source.with_name(source.name + suffix) for suffix in BY_KIND[kind].companions]
     return [source, *(p for p in beside if p.exists())], []
 
@@ -145,7 +144,6 @@ def _import_source(
     members, skipped = _members(source, kind)
     if kind == FOLDER and not members:
         raise ImportFailed(folder_refusal(source.name))
-    gone = ImportFailed(f"{source.name} disappeared while it was being imported; nothing was kept.")
     try:
         stats = cache.stat(members)
     except FileNotFoundError as exc:
@@ -162,7 +160,9 @@ def _import_source(
         same = cache.unchanged(members, stats)
     except FileNotFoundError as exc:
         cache.discard_building(folder)
-        raise gone from exc
+        raise ImportFailed(
+            f"{source.name} disappeared while it was being imported; nothing was kept."
+        ) from exc
     finally:
         hashing.stop()
     if not same:

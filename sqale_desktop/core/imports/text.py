@@ -116,12 +116,27 @@ class _Counting(io.RawIOBase):
         super().close()
 
 
+class _OwnGzip(gzip.GzipFile):
+    """A ``GzipFile`` that closes the file it reads when it is closed (one given as ``fileobj`` is
+    left open by ``GzipFile``: a refused ``.gz`` kept its file open until the garbage collector)."""
+
+    def __init__(self, owned: IO[bytes]) -> None:
+        super().__init__(fileobj=owned, mode="rb")
+        self._owned = owned
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._owned.close()
+
+
 def open_bytes(path: Path) -> tuple[IO[bytes], _Counting]:
     """The file's (decompressed) bytes, and the counter of bytes read from disk."""
     counter = _Counting(open(path, "rb"))  # noqa: SIM115 - closed by the caller through the stream
     buffered = io.BufferedReader(counter, buffer_size=1024 * 1024)
     if path.suffix.lower() == ".gz":
-        return gzip.GzipFile(fileobj=buffered, mode="rb"), counter  # type: ignore[return-value]
+        return _OwnGzip(buffered), counter  # type: ignore[return-value]
     return buffered, counter
 
 
