@@ -102,3 +102,18 @@ def test_an_importer_server_that_died_is_replaced_by_the_next_import(
     _import(_csv(tmp_path / "b.csv", 1_000))
     _pid, new_server = forked[-1]
     assert new_server != server and _servers() == [new_server]
+
+
+def test_the_importer_server_loads_the_readers_libraries_while_idle(
+    tmp_path: Path, forked: list[tuple[int, int]]
+) -> None:
+    """Ready at once, it imports the readers' libraries between imports: the next import's child
+    is forked with calamine (the last reader it loads) already in memory."""
+    child.discard_spares()
+    _import(_csv(tmp_path / "a.csv", 100))
+    (_pid, server), *_ = forked
+    until = time.monotonic() + WAIT_S
+    while b"calamine" not in Path(f"/proc/{server}/maps").read_bytes():
+        assert time.monotonic() < until, "the idle server never loaded calamine"
+        time.sleep(0.05)
+    assert os.listdir(f"/proc/{server}/task") == [str(server)]  # and still one thread
