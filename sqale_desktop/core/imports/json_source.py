@@ -29,6 +29,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,18 @@ def _too_deep(name: str) -> ImportFailed:
         f"{name} is not JSON this import reads: its values are nested deeper than "
         f"{sys.getrecursionlimit():,} levels"
     )
+
+
+@contextmanager
+def _json_errors(name: str, unreadable: tuple[type[Exception], ...]) -> Iterator[None]:
+    """Inside the block, JSON nested past Python's recursion limit and the ``unreadable`` errors
+    (of the stream or the decoder) become ``ImportFailed`` with messages for people."""
+    try:
+        yield
+    except RecursionError:
+        raise _too_deep(name) from None
+    except unreadable as exc:
+        raise ImportFailed(f"{name} is not valid JSON: {stream_error(exc)}") from exc
 
 
 def _clean(batch: list[list[str | None]]) -> None:
@@ -192,17 +205,14 @@ def read_json(path: Path, meter: Meter, name: str, limits: ImportLimits) -> list
         ]
     stream, counter = open_bytes(path)
     try:
-        raw = stream.read(OBJECT_BYTES + 1)
-        if len(raw) > OBJECT_BYTES:
-            raise ImportFailed(
-                f"{path.name} is a single JSON value of more than {OBJECT_BYTES // 2**20:,} MB; "
-                "this import reads one that large only as an array of objects or as JSON Lines."
-            )
-        data = _loads(raw)
-    except RecursionError:
-        raise _too_deep(path.name) from None
-    except (ValueError, EOFError, OSError) as exc:
-        raise ImportFailed(f"{path.name} is not valid JSON: {stream_error(exc)}") from exc
+        with _json_errors(path.name, (ValueError, EOFError, OSError)):
+            raw = stream.read(OBJECT_BYTES + 1)
+            if len(raw) > OBJECT_BYTES:
+                raise ImportFailed(
+                    f"{path.name} is a single JSON value of more than {OBJECT_BYTES // 2**20:,} MB; "
+                    "this import reads one that large only as an array of objects or as JSON Lines."
+                )
+            data = _loads(raw)
     finally:
         stream.close()
     size = counter.count
@@ -323,7 +333,7 @@ def _elements(path: Path, text: Any, chunk_chars: int, escapes: list[bool] | Non
             return _BIG_NUMBERS.raw_decode(buffer, at)
 
     try:
-        try:
+        with _json_errors(path.name, (UnicodeDecodeError, EOFError, OSError)):
             more()
             if buffer.startswith("\ufeff"):
                 pos = 1
@@ -357,10 +367,6 @@ def _elements(path: Path, text: Any, chunk_chars: int, escapes: list[bool] | Non
             skip_space()
             if pos < len(buffer):
                 raise fail("extra data after the array")
-        except RecursionError:
-            raise _too_deep(path.name) from None
-        except (UnicodeDecodeError, EOFError, OSError) as exc:
-            raise ImportFailed(f"{path.name} is not valid JSON: {stream_error(exc)}") from exc
     finally:
         text.close()
 
