@@ -12,6 +12,8 @@ import hashlib
 import importlib.util
 import os
 import struct
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,19 @@ def smollm2_gguf() -> Path:
 
 # The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
 # header, so a stand-in model file needs one before its arbitrary body.
+JOIN_S = 120.0
+"""How long ``join_within`` waits: generous, for a machine loaded by other work."""
+
+
+def join_within(*threads: threading.Thread, timeout_s: float = JOIN_S) -> None:
+    """Join every thread; fail if one still runs after ``timeout_s`` in all (a hang fails the test
+    instead of holding the suite)."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not thread.is_alive(), f"thread {thread.name} still ran after {timeout_s:g} s"
+
+
 EMPTY_GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
 
 

@@ -23,6 +23,7 @@ from sqale_desktop.core.agent.events import (
     TurnRecord,
 )
 from sqale_desktop.core.history import History, HistoryError, episode_from_json
+from tests.helpers import join_within
 
 QUESTION = "Which supplier shipped the most back-ordered items last quarter?"
 
@@ -294,7 +295,7 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     threads_n, rounds = 8, 5
     errors: list[BaseException] = []
     stop_reading = threading.Event()
-    start = threading.Barrier(threads_n + 1)
+    start = threading.Barrier(threads_n + 1, timeout=60)
 
     def writer(n: int) -> None:
         try:
@@ -321,10 +322,11 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     watcher = threading.Thread(target=reader)
     for thread in [*workers, watcher]:
         thread.start()
-    for thread in workers:
-        thread.join()
-    stop_reading.set()
-    watcher.join()
+    try:
+        join_within(*workers)
+    finally:
+        stop_reading.set()
+    join_within(watcher)
 
     assert errors == []
     entries = store.entries(shared.id)

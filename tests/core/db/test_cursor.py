@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.db import QueryCursor, QueryDenied, QueryInterrupted, open_readonly
+from tests.helpers import join_within
 
 TRACKS = 3503
 
@@ -126,12 +127,12 @@ def test_cursor_outlives_the_thread_that_started_it(chinook: Path) -> None:
         made: list[QueryCursor] = []
         starter = threading.Thread(target=lambda: made.append(db.cursor("SELECT TrackId FROM Track")))
         starter.start()
-        starter.join()
+        join_within(starter)
         (cursor,) = made
         # Another new thread opening its own connection prunes dead threads' idle connections.
         other = threading.Thread(target=lambda: db.execute("SELECT 1"))
         other.start()
-        other.join()
+        join_within(other)
         total = 0
         while not cursor.exhausted:
             total += len(cursor.fetch_page(500))
@@ -140,5 +141,5 @@ def test_cursor_outlives_the_thread_that_started_it(chinook: Path) -> None:
         in_use_before = len(db.workers_in_use())
         last = threading.Thread(target=lambda: db.execute("SELECT 1"))
         last.start()
-        last.join()
+        join_within(last)
         assert len(db.workers_in_use()) < in_use_before + 1  # the finished cursor's dead link was pruned

@@ -29,6 +29,7 @@ from tests.core.engines.llama_helpers import (
     run,
     user_turn,
 )
+from tests.helpers import join_within
 
 
 # One thread in tests: ggml's worker threads spin-wait on each other, and on a CI box already
@@ -282,7 +283,7 @@ def test_a_second_thread_is_refused_while_one_is_generating(tiny_engine: LlamaEn
 
     worker = threading.Thread(target=intrude)
     worker.start()
-    worker.join()
+    join_within(worker)
     stream.close()
     assert errors and "one owner thread" in str(errors[0])
     tiny_engine.new_session(SYSTEM).close()  # free again once the generator is closed

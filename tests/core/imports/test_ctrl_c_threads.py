@@ -86,7 +86,7 @@ def test_stop_and_wait_waits_through_ctrl_c() -> None:
     sent = _ctrl_c_soon(times=3, gap_s=0.1)
 
     def work() -> None:
-        stop.wait()
+        stop.wait(60)
         sent.wait(30)  # the thread ends only after every Ctrl+C has come
         time.sleep(0.2)
 

@@ -13,6 +13,7 @@ from sqale_desktop.core.models.errors import InvalidModelFile, ModelError, Unkno
 from sqale_desktop.core.models.files import git_blob_sha1, is_gguf
 from sqale_desktop.core.models.registry import Registry, registry_path, slug_for
 from tests.helpers import EMPTY_GGUF_HEADER as EMPTY_HEADER
+from tests.helpers import join_within
 from tests.helpers import smollm2_gguf as smollm2
 
 
@@ -118,7 +119,7 @@ def test_concurrent_adds_from_threads_lose_nothing(tmp_path: Path) -> None:
     import threading
 
     files = [fake_gguf(tmp_path, f"m{i}.gguf", body=bytes([i]) * 10) for i in range(16)]
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(8, timeout=60)
 
     def work(chunk: list[Path]) -> None:
         barrier.wait()
@@ -128,8 +129,7 @@ def test_concurrent_adds_from_threads_lose_nothing(tmp_path: Path) -> None:
     threads = [threading.Thread(target=work, args=(files[i::8],)) for i in range(8)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_within(*threads)
     assert sorted(r.id for r in Registry().list()) == sorted(f"m{i}" for i in range(16))
 
 
