@@ -163,7 +163,9 @@ def test_python_m_help_exits_0_without_qt(parser: argparse.ArgumentParser) -> No
         """
     )
     for command in ([sys.executable, "-m", "sqale_desktop", "--help"], [sys.executable, "-c", script]):
-        done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            command, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("usage: sqale-desktop")
         for (name,) in (p for p in command_paths(parser) if len(p) == 1):

@@ -227,7 +227,7 @@ def test_failed_generation_keeps_old_file_and_no_temporary(
 def test_script_entry_writes_the_database(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "out.sqlite"
     command = [sys.executable, "-m", "sqale_desktop.core.demo", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(out)
     with connect(out) as conn:

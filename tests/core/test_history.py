@@ -227,7 +227,7 @@ def test_a_killed_process_loses_only_the_episode_in_flight(tmp_path: Path) -> No
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=False)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=False, timeout=120)
     assert done.returncode == -signal.SIGKILL
     store = History()
     (conversation,) = store.list_conversations()

@@ -65,7 +65,9 @@ def test_the_spec_leaves_out_the_test_only_packages() -> None:
 def test_the_shell_scripts_parse() -> None:
     for script, shell in (("linux/install.sh", "sh"), ("build-linux.sh", "bash"), ("smoke-test.sh", "bash")):
         path = REPO / "packaging" / script
-        done = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [shell, "-n", str(path)], capture_output=True, text=True, check=False, timeout=120
+        )
         assert done.returncode == 0, (script, done.stderr)
 
 
@@ -88,14 +90,16 @@ def test_install_sh_installs_into_a_home_and_uninstalls(tmp_path: Path) -> None:
 
     def install(*args: str) -> str:
         command = ["sh", str(app / "install.sh"), *args]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
     assert "installed" in install()
     local = home / ".local"
     launcher = local / "bin" / "sqale-desktop"
-    opened = subprocess.run([str(launcher), "a.sqlite", "b.db"], capture_output=True, text=True, check=True)
+    opened = subprocess.run(
+        [str(launcher), "a.sqlite", "b.db"], capture_output=True, text=True, check=True, timeout=120
+    )
     assert opened.stdout == "opened a.sqlite b.db\n"
     desktop = (local / "share" / "applications" / "sqale-desktop.desktop").read_text(encoding="utf-8")
     assert f"Exec={launcher} %F\n" in desktop and f"TryExec={launcher}\n" in desktop
@@ -125,7 +129,9 @@ def _unpacked(tmp_path: Path) -> Path:
 
 def _run_install(app: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(["sh", str(app / "install.sh"), *args], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        ["sh", str(app / "install.sh"), *args], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -172,7 +178,7 @@ def test_install_sh_quotes_exec_for_a_home_with_spaces_and_specials(tmp_path: Pa
     desktop = home / ".local" / "share" / "applications" / "sqale-desktop.desktop"
     argv = _exec_argv(desktop)
     assert argv == [str(launcher), "%F"]
-    opened = subprocess.run([argv[0], "a b.sqlite"], capture_output=True, text=True, check=True)
+    opened = subprocess.run([argv[0], "a b.sqlite"], capture_output=True, text=True, check=True, timeout=120)
     assert opened.stdout == "opened a b.sqlite\n"
     entry = configparser.ConfigParser(interpolation=None)
     entry.optionxform = str  # type: ignore[assignment,method-assign]

@@ -22,10 +22,13 @@ def _plugin_needing(tmp_path: Path, soname: str) -> Path:
     subprocess.run(
         [cc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(stub), str(tmp_path / "needed.c")],
         check=True,
+        timeout=120,
     )
     plugin = tmp_path / "libqxcb.so"
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-o", str(plugin), str(tmp_path / "plugin.c"), str(stub)], check=True
+        [cc, "-shared", "-fPIC", "-o", str(plugin), str(tmp_path / "plugin.c"), str(stub)],
+        check=True,
+        timeout=120,
     )
     stub.unlink()
     return plugin

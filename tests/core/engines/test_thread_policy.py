@@ -21,7 +21,9 @@ def run_probe(**env: str) -> str:
         k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
     }
     clean.update(env, PYTHONPATH=str(REPO_ROOT))
-    out = subprocess.run([sys.executable, "-c", PROBE], env=clean, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=clean, capture_output=True, text=True, check=True, timeout=120
+    )
     return out.stdout.strip()
 
 
@@ -38,5 +40,7 @@ def test_loading_llama_cpp_first_is_reported() -> None:
     probe = "import llama_cpp\nimport sqale_desktop.core.engines.llama.engine as e\nprint(e.POLICY_NOTE)\n"
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     clean["PYTHONPATH"] = str(REPO_ROOT)
-    out = subprocess.run([sys.executable, "-c", probe], env=clean, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=clean, capture_output=True, text=True, check=True, timeout=120
+    )
     assert "loaded before" in out.stdout

@@ -230,12 +230,14 @@ def tiny_tmpfs(tmp_path: Path) -> Path:
     if shutil.which("mount") is None:
         pytest.skip("no mount command")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)],
+        capture_output=True,
+        timeout=120,
     )
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (not root?)")
     yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=True)
+    subprocess.run(["umount", str(mount_point)], check=True, timeout=120)
 
 
 def test_disk_full_mid_download_gives_message_and_registers_nothing(
