@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import queue
 import struct
 import threading
 import time
 from pathlib import Path
+from typing import IO, AnyStr
 
 import pytest
 
@@ -46,7 +48,7 @@ def smollm2_gguf() -> Path:
 # The smallest well-formed GGUF header (version 3, no tensors, no metadata): imports read the
 # header, so a stand-in model file needs one before its arbitrary body.
 JOIN_S = 120.0
-"""How long ``join_within`` waits: generous, for a machine loaded by other work."""
+"""How long ``join_within`` and ``readline_within`` wait: generous, for a machine loaded by other work."""
 
 
 def join_within(*threads: threading.Thread, timeout_s: float = JOIN_S) -> None:
@@ -56,6 +58,27 @@ def join_within(*threads: threading.Thread, timeout_s: float = JOIN_S) -> None:
     for thread in threads:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
         assert not thread.is_alive(), f"thread {thread.name} still ran after {timeout_s:g} s"
+
+
+def readline_within(stream: IO[AnyStr], timeout_s: float = JOIN_S) -> AnyStr:
+    """The next line a child writes to ``stream``; fail after ``timeout_s`` instead of blocking for
+    good on a child that hangs before it writes (the reading thread ends when the pipe closes)."""
+    lines: queue.Queue[AnyStr | BaseException] = queue.Queue()
+
+    def read() -> None:
+        try:
+            lines.put(stream.readline())
+        except BaseException as exc:  # handed to the test, which raises it
+            lines.put(exc)
+
+    threading.Thread(target=read, name="readline-within", daemon=True).start()
+    try:
+        line = lines.get(timeout=timeout_s)
+    except queue.Empty:
+        raise AssertionError(f"the child wrote no line within {timeout_s:g} s") from None
+    if isinstance(line, BaseException):
+        raise line
+    return line
 
 
 EMPTY_GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO_ROOT, shared_data
+from tests.helpers import REPO_ROOT, readline_within, shared_data
 
 
 @dataclass
@@ -82,7 +82,7 @@ def test_ctrl_c_stops_the_run_with_a_message(tmp_path: Path, stalling: Stalling)
     )  # fmt: skip
     try:
         assert process.stderr is not None
-        first = process.stderr.readline().decode()
+        first = readline_within(process.stderr).decode()
         assert first.startswith("run folder:"), first
         for _ in range(2):  # both episodes (--concurrency 2) are waiting on the server now
             assert stalling.arrivals.acquire(timeout=60), "an episode never reached the server"

@@ -23,7 +23,7 @@ from sqale_desktop.core.agent.events import (
     TurnRecord,
 )
 from sqale_desktop.core.history import History, HistoryError, episode_from_json
-from tests.helpers import join_within
+from tests.helpers import join_within, readline_within
 
 QUESTION = "Which supplier shipped the most back-ordered items last quarter?"
 
@@ -358,7 +358,7 @@ def test_a_second_app_start_leaves_another_live_windows_running_episode_alone(tm
     )
     try:
         assert window.stdout is not None
-        running = int(window.stdout.readline())
+        running = int(readline_within(window.stdout))
         second = History()
         assert second.interrupted_at_start == ()
         assert second.entry(running).state == "running"

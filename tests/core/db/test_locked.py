@@ -16,6 +16,7 @@ import pytest
 from sqale_desktop.core.db import DatabaseUnreadable, QueryInterrupted, open_readonly
 from sqale_desktop.core.db.errors import DatabaseLocked
 from tests.core.db.running import run_in_thread, wait_until_busy
+from tests.helpers import readline_within
 
 HOLDER = r"""
 import sqlite3, sys
@@ -52,7 +53,7 @@ def _hold(path: Path, mode: str) -> Iterator[None]:
         text=True,
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        assert holder.stdout is not None and readline_within(holder.stdout).strip() == "ready"
         yield
     finally:
         assert holder.stdin is not None

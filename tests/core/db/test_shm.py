@@ -12,6 +12,7 @@ import pytest
 
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.db.connection import ReadOnlyDatabase
+from tests.helpers import readline_within
 
 READER = r"""
 import sqlite3, sys
@@ -58,14 +59,14 @@ def test_a_shm_another_program_uses_is_left_alone(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             text=True,
         )
-        assert reader.stdout is not None and reader.stdout.readline().strip() == "2"
+        assert reader.stdout is not None and readline_within(reader.stdout).strip() == "2"
     try:
         assert (tmp_path / "wal.sqlite-shm").exists()
     finally:
         assert reader.stdin is not None
         reader.stdin.write("\n")
         reader.stdin.close()
-        assert reader.stdout.readline().strip() == "2"  # it still reads through the same -shm
+        assert readline_within(reader.stdout).strip() == "2"  # it still reads through the same -shm
         assert reader.wait(timeout=30) == 0
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from sqale_desktop.core.db.process import WorkerProcess
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, readline_within
 
 
 def _database(tmp_path: Path) -> Path:
@@ -76,7 +76,7 @@ def test_a_worker_ends_when_the_app_dies(tmp_path: Path) -> None:
     )
     try:
         assert app.stdout is not None and app.stdin is not None
-        pid = int(app.stdout.readline())
+        pid = int(readline_within(app.stdout))
         assert _alive(pid)
         app.stdin.write("\n")
         app.stdin.flush()

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqale_desktop.core import settings as settings_mod
 from sqale_desktop.core.db import open_readonly
 from sqale_desktop.core.imports import cache_bound, import_source
+from tests.helpers import readline_within
 
 MB = 1024 * 1024
 
@@ -85,7 +86,7 @@ def test_open_in_another_process_counts_as_open(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "True"
+        assert readline_within(holder.stdout).strip() == "True"
         state = cache_bound.clear()
         assert first.db_path.exists()
         assert state.kept_open == 1

@@ -27,6 +27,7 @@ from sqale_desktop.core.models.errors import (
 )
 from sqale_desktop.core.models.registry import Registry
 from tests.core.models.fakehub import FakeHub, FakeRepo
+from tests.helpers import readline_within
 
 GGUF_REPO = "someone/qwen3.5-2b-grpo-synsql-GGUF"
 CHECKPOINT = "trl-lab/qwen3.5-2b-grpo-synsql"
@@ -299,7 +300,7 @@ def test_second_download_of_the_same_file_at_once_is_refused(
         text=True,
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert holder.stdout is not None and readline_within(holder.stdout).strip() == "held"
         with pytest.raises(ModelError, match="already being downloaded"):
             dl.download_model(GGUF_REPO, FILE, options=FAST)
     finally:
