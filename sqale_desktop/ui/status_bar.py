@@ -4,7 +4,9 @@ The status bar says what happens now (opening, working, stopped) and what the mo
 (loading with its progress, loaded, missing).  What concerns one tab (it opened, its episode
 stopped, its context figure) is kept for that tab and shown while it is the current one: the bar
 never shows another tab's news.  The message is one elided line (the whole text in its tooltip),
-so a long one never widens the window.
+so a long one never widens the window.  The context figure changes once per agent turn while
+an answer streams; it is a :class:`~sqale_desktop.ui.status_figure.StatusFigure`, which repaints
+itself alone rather than relaying out the window (issue 32).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import weakref
 from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar, QWidget
 
 from sqale_desktop.ui.banners import MessageLabel
+from sqale_desktop.ui.status_figure import StatusFigure
 
 
 class StatusBar(QStatusBar):
@@ -27,7 +30,8 @@ class StatusBar(QStatusBar):
         self.model_progress.setMaximumWidth(140)
         self.model_progress.setTextVisible(False)
         self.model_progress.hide()
-        self.context_label = QLabel("", self)
+        # Changes once per agent turn: a figure that relays out the window only when it widens.
+        self.context_label = StatusFigure("", self)
         self.context_label.setObjectName("contextStatus")
         self.message_label = MessageLabel("", self, single_line=True)
         # Per tab: its last message and its context figure (tabs are the keys; closed ones go).
