@@ -69,18 +69,19 @@ class EpisodeController(QObject):
         ``runtime``: the engine choice of this one episode (``None``: the model), e.g. the recording.
         A question asked while the page's composer follows up an answer continues that answer's
         thread: the page's own, so a tab never continues another tab's thread.  The thread is the
-        one the history stored for that answer, checked against the database as it is now; a
-        follow-up it refuses (the database changed or is gone, the stored thread is damaged) is
-        not asked (None): the composer says why and goes back to a standalone question, the
-        question still in the box.
+        one the history stored for that answer, checked against the database as it is now and the
+        model that would continue it; a follow-up it refuses (the database changed or is gone, the
+        stored thread is damaged, another model wrote it) is not asked (None): the composer says
+        why and goes back to a standalone question, the question still in the box.
         """
         recording = runtime is not None and runtime.kind_facts.recording
         follow = page.chat.pending_follow_up() if runtime is None else None
         parent_view, thread = follow if follow is not None else (None, None)
         parent_entry = entry_of(parent_view) if parent_view is not None else None
+        model = (runtime or self.runner.runtime).thread_model  # who writes this episode's thread
         if parent_entry is not None and thread is not None:
             try:
-                thread = self._stored_thread(parent_entry, page, thread)
+                thread = self._stored_thread(parent_entry, page, model, thread)
             except ThreadError as exc:
                 page.chat.refuse_follow_up(str(exc))
                 return None
@@ -95,6 +96,7 @@ class EpisodeController(QObject):
                     parent_entry_id=parent_entry,
                     # the file the person opened: a data file's copy is rebuilt when it changes
                     db_fingerprint=fingerprint(page.source),
+                    model=model,
                 )
             except Exception as exc:  # history trouble must not stop the question
                 log.warning("could not record the question: %s", exc)
@@ -106,15 +108,16 @@ class EpisodeController(QObject):
         self.running_changed.emit()
         return episode_id
 
-    def _stored_thread(self, entry_id: int, page: DatabasePage, shown: Thread) -> Thread:
-        """The thread the history keeps for ``entry_id``, checked for ``page``'s database now.
+    def _stored_thread(self, entry_id: int, page: DatabasePage, model: str, shown: Thread) -> Thread:
+        """The thread the history keeps for ``entry_id``, checked for ``page``'s database now and
+        for ``model`` (``Runtime.thread_model``) continuing it.
 
         Raises :class:`ThreadError` for what a person must hear about; trouble reading the history
         itself falls back to the thread the card holds (it is the same text), as history trouble
         never stops a question.
         """
         try:
-            stored: Thread = self.history.thread(entry_id, page.source)
+            stored: Thread = self.history.thread(entry_id, page.source, model)
         except ThreadError:
             raise
         except Exception as exc:  # an unreadable history file: a bug or the disk, not the thread
