@@ -12,7 +12,7 @@ ChatML/thinking specials as control tokens, so prompts look like the agent's rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -157,11 +157,18 @@ def _write_tokenizer(writer: Any, shape: Qwen35Shape) -> None:
     writer.add_chat_template(CHAT_TEMPLATE)
 
 
-def write_qwen35_gguf(path: Path, shape: Qwen35Shape = TINY_SHAPE, *, seed: int = 0) -> Path:
+def write_qwen35_gguf(
+    path: Path,
+    shape: Qwen35Shape = TINY_SHAPE,
+    *,
+    seed: int = 0,
+    tokenizer: Callable[[Any, Qwen35Shape], None] | None = None,
+) -> Path:
     """Write a random-weight ``qwen35`` GGUF (projections in F16, norms and SSM parameters in F32).
 
     Tensors are streamed to the file one at a time, so the 2B shape (3.8 GB in F16) never sits
-    in memory whole.
+    in memory whole.  ``tokenizer(writer, shape)`` writes another vocabulary than this module's
+    (``benchmarks/bpe_vocab.py``: a real BPE one, for realistic token counts).
     """
     import gguf
 
@@ -175,7 +182,7 @@ def write_qwen35_gguf(path: Path, shape: Qwen35Shape = TINY_SHAPE, *, seed: int 
     writer.add_name(f"synthetic-qwen35-h{shape.hidden_size}-l{shape.num_hidden_layers}")
     writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16))
     apply_metadata(writer, shape)
-    _write_tokenizer(writer, shape)
+    (tokenizer or _write_tokenizer)(writer, shape)
     for spec in specs:
         dtype = np.dtype(np.float16) if spec.kind == "matrix" else np.dtype(np.float32)
         nbytes = int(np.prod(spec.shape)) * dtype.itemsize
