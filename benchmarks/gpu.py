@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.engines.base import GpuLayers, SamplingParams
+from sqale_desktop.core.engine_options import GpuLayers
+from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.llama import offload
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B, Qwen35Shape

@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 
 from sqale_desktop.core import json_input, paths
 from sqale_desktop.core.engine_kinds import LLAMA, SETTINGS_ENGINES, EngineKind
-from sqale_desktop.core.engines.base import GpuLayers, GpuLayersMode, Speculation
+from sqale_desktop.core.engine_options import GpuLayers, GpuLayersMode, Speculation
 from sqale_desktop.core.providers import DEFAULT_PRICES, FEATHERLESS
 from sqale_desktop.core.server_usage import Prices
 

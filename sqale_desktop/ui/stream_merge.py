@@ -10,15 +10,24 @@ is found first and joined once: one pass over the items, one string join and one
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol, TypeVar
 
 from sqale_desktop.core.agent.events import TextDelta
 
-if TYPE_CHECKING:  # the envelopes live with the runner, which imports this module
-    from sqale_desktop.ui.agent_runner import EventItem, Item
+
+class Envelope(Protocol):
+    """What the runner queues (its ``EventItem``, ``EpisodeFailed``, ``EpisodeDone``): each names
+    its episode, and the one that carries a streamed event is a dataclass with an ``event`` field.
+    A protocol, not the runner's own types, so this module does not import the runner that uses it."""
+
+    @property
+    def episode_id(self) -> int: ...
 
 
-def _delta(item: Item) -> TextDelta | None:
+Item = TypeVar("Item", bound=Envelope)
+
+
+def _delta(item: Envelope) -> TextDelta | None:
     event = getattr(item, "event", None)  # only an EventItem carries an event
     return event if isinstance(event, TextDelta) else None
 
@@ -53,6 +62,7 @@ def merge_deltas(items: list[Item]) -> list[Item]:
             tokens = sum(delta.tokens for delta in run if delta is not None)
             whole = TextDelta(turn=head.turn, text=text, phase=head.phase, tokens=tokens)
             # Only an EventItem carries a delta; the run's first envelope, around the whole run.
-            merged.append(dataclasses.replace(cast("EventItem", first), event=whole))
+            envelope: Any = first  # the dataclass EventItem: replace() keeps its other fields
+            merged.append(dataclasses.replace(envelope, event=whole))
         start = end
     return merged

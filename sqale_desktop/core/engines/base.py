@@ -20,15 +20,6 @@ from sqale_desktop.core.server_usage import ServerUsage
 
 FinishReason = Literal["stop", "length", "cancelled"]
 
-GpuLayersMode = Literal["auto", "all", "none"]
-GpuLayers = int | GpuLayersMode
-"""How much of a local model to offload to the GPU: a number of layers, "auto" (what fits the
-device's free memory), "all", or "none" (the CPU only, the same as 0).  The settings store it and
-the llama.cpp engine takes it as stored, so it has this one definition."""
-Speculation = Literal["auto", "on", "off"]
-"""Prompt-lookup speculative decoding in the local engine ("auto" stops drafting where it does
-not pay on this computer); stored by the settings, taken by the llama.cpp engine."""
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqale_desktop.core.engines.llama import gpu_probe, native_log
+from sqale_desktop.core.engines.llama.ggml_library import ggml_library
 
 CPU_VARIANT_ENV = "SQALE_DESKTOP_CPU_VARIANT"
 
@@ -160,34 +161,6 @@ def _score(path: Path) -> tuple[int, str]:
     return int(score()), ""
 
 
-def ggml_path(folder: Path) -> Path:
-    """The ``libggml`` file that ``libllama`` itself uses, whose backend registry llama.cpp reads.
-
-    The wheel ships ``libggml.so`` and ``libggml.so.0`` as two copies, not links; ``libllama``
-    needs the SONAME (``libggml.so.0``), and the dynamic loader treats another copy as another
-    library with a registry of its own: backends registered there would be invisible to llama.cpp.
-    """
-    if sys.platform == "win32":
-        return folder / "ggml.dll"
-    if sys.platform == "darwin":
-        versioned = sorted(folder.glob("libggml.[0-9]*.dylib"), key=lambda p: len(p.name))
-        return versioned[0] if versioned else folder / "libggml.dylib"
-    versioned = sorted(folder.glob("libggml.so.[0-9]*"), key=lambda p: len(p.name))
-    return versioned[0] if versioned else folder / "libggml.so"
-
-
-def _ggml(folder: Path) -> ctypes.CDLL:
-    """``libggml`` as ``libllama`` loads it (importing ``llama_cpp`` first, so it is the same one)."""
-    import llama_cpp  # noqa: F401  (loads libggml and libllama from the same folder)
-
-    library = ctypes.CDLL(str(ggml_path(folder)))
-    library.ggml_backend_load.restype = ctypes.c_void_p
-    library.ggml_backend_load.argtypes = [ctypes.c_char_p]
-    library.ggml_backend_reg_count.restype = ctypes.c_size_t
-    library.ggml_backend_reg_count.argtypes = []
-    return library
-
-
 def _choose_variant(scores: dict[str, int], notes: list[str]) -> str | None:
     """The best-scoring variant, or the forced one where this CPU can run it."""
     forced = os.environ.get(CPU_VARIANT_ENV, "").strip()
@@ -212,7 +185,7 @@ def load_backends() -> Backends:
         if _loaded is not None:
             return _loaded
         folder = library_folder()
-        ggml = _ggml(folder)
+        ggml = ggml_library(folder)
         native_log.install()  # ggml's "loaded ... backend" lines go to the app's log, not stderr
         variants = variant_files(folder)
         if not variants:

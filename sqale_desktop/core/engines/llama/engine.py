@@ -30,15 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core import paths
-from sqale_desktop.core.engines.base import (
-    EngineError,
-    EngineInfo,
-    EngineStats,
-    GpuLayers,
-    SamplingParams,
-    Speculation,
-    WarmUp,
-)
+from sqale_desktop.core.engine_options import GpuLayers, Speculation
+from sqale_desktop.core.engines.base import EngineError, EngineInfo, EngineStats, SamplingParams, WarmUp
 from sqale_desktop.core.engines.llama import prefix_store, thread_policy
 from sqale_desktop.core.engines.llama.cpu_info import physical_cores
 from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain

@@ -175,9 +175,9 @@ def _probe_here(plan: dict[str, Any], _endpoint: child.Endpoint) -> dict[str, An
         return {"devices": [], "unopened": str(exc)}
     devices: list[str] = []
     try:
-        from sqale_desktop.core.engines.llama.backends import _ggml
+        from sqale_desktop.core.engines.llama.ggml_library import ggml_library
 
-        ggml = _ggml(library.parent)
+        ggml = ggml_library(library.parent)
     except (ImportError, OSError):
         return {"devices": devices}  # no libggml beside it (a test's stand-in): loading was the test
     ggml.ggml_backend_reg_dev_count.restype = ctypes.c_size_t

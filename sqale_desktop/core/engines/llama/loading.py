@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqale_desktop.core.engines.base import EngineError, GpuLayers
+from sqale_desktop.core.engine_options import GpuLayers
+from sqale_desktop.core.engines.base import EngineError
 from sqale_desktop.core.engines.llama import native_log, offload
 from sqale_desktop.core.engines.llama.backends import Backends, load_backends
 from sqale_desktop.core.units import MIB, format_bytes

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sqale_desktop.core.engines.llama import backends, native_log
+from sqale_desktop.core.engines.llama.ggml_library import ggml_path
 from sqale_desktop.core.gguf_header import GgufUnreadable, read_header
 from sqale_desktop.core.units import MIB, format_bytes
 
@@ -69,8 +70,8 @@ def _ggml() -> ctypes.CDLL | None:
     ``libggml-base``, which ``dlsym`` reaches through the handle's dependencies.
     """
     # Registers the dynamic backends first (a GGML_BACKEND_DL build has no device until then), and
-    # opens the copy of libggml that libllama uses (backends.ggml_path says why it matters).
-    candidate = backends.ggml_path(backends.load_backends().folder)
+    # opens the copy of libggml that libllama uses (ggml_library.ggml_path says why it matters).
+    candidate = ggml_path(backends.load_backends().folder)
     if not candidate.exists():
         return None
     library = ctypes.CDLL(str(candidate))

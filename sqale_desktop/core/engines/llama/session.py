@@ -15,13 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from sqale_desktop.core.engines.base import (
-    EngineError,
-    EngineStats,
-    FinishReason,
-    SamplingParams,
-    Speculation,
-)
+from sqale_desktop.core.engine_options import Speculation
+from sqale_desktop.core.engines.base import EngineError, EngineStats, FinishReason, SamplingParams
 from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain
 from sqale_desktop.core.engines.llama.loading import Vocabulary
 from sqale_desktop.core.engines.llama.memory import Checkpoint, Memory

@@ -37,7 +37,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sqale_desktop.core.engines.base import EngineError, EngineStats, SamplingParams, Speculation
+from sqale_desktop.core.engine_options import Speculation
+from sqale_desktop.core.engines.base import EngineError, EngineStats, SamplingParams
 from sqale_desktop.core.engines.llama import speculative
 from sqale_desktop.core.engines.llama.memory import Counters
 from sqale_desktop.core.engines.llama.ngram_draft import AdaptiveDraftLength, NgramDrafter
