@@ -76,9 +76,12 @@ class EpisodeDone:
 Item = EventItem | EpisodeFailed | EpisodeDone
 ItemSink = Callable[[list[Item]], None]
 
-# The UI applies what arrived at most every 40 ms, and at most 12 ms of it per turn of the event
-# loop (building a card costs ~15 ms, so input, timers and painting get in between).
-DRAIN_BUDGET_S = 0.012
+# The UI applies what arrived at most every 40 ms, and about 8 ms of it per turn of the event
+# loop (building a card costs ~15 ms, so input, timers and painting get in between).  The cost of
+# the next card-building item is guessed from the last ones: the most recent, or the earlier
+# guess halved (an expensive card raises the guess at once, cheap items lower it gradually).
+DRAIN_BUDGET_S = 0.008
+COST_DECAY = 0.5
 DRAIN_INTERVAL_MS = 40
 
 # A worker busy in pure Python keeps the GIL for Python's whole switch interval (5 ms) each time
@@ -361,6 +364,7 @@ class AgentRunner(QObject):
         self._next_id = 0
         self._sink: ItemSink | None = None
         self._pending: collections.deque[Item] = collections.deque()
+        self._item_cost = 0.0  # the guessed cost of handing on the next non-delta item (seconds)
         self._drain_timer = QTimer(self)
         self._drain_timer.setSingleShot(True)
         self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
@@ -379,11 +383,14 @@ class AgentRunner(QObject):
             self._drain_timer.start()
 
     def _deliver(self) -> None:
-        """Give the sink what the agent thread produced, at most ``DRAIN_BUDGET_S`` of work per call.
+        """Give the sink what the agent thread produced, about ``DRAIN_BUDGET_S`` of work per call.
 
-        The worker waits meanwhile.  What does not fit is left for the next turn of the event
-        loop.  Text deltas are handed on in runs; anything else is handed on at once, since it
-        may build a card.
+        The worker waits meanwhile.  Text deltas are handed on in runs; anything else is handed on
+        at once, since it may build a card (~15 ms).  Before such an item the runner guesses its
+        cost from the last ones: when it would not fit in what is left of the budget, the rest
+        waits for the next turn of the event loop, so that timers, input and the layouts and paints
+        of what was just built get in between (a tool card and the next turn built in one go
+        stalled the loop for 40 ms; issue 32).  Each call hands on at least one item, in order.
         """
         sink = self._sink
         if sink is None or not self.is_busy():
@@ -393,14 +400,21 @@ class AgentRunner(QObject):
             self._pending.extend(self.drain())
             deadline = time.perf_counter() + DRAIN_BUDGET_S
             batch: list[Item] = []
+            handed = False
             while self._pending:
-                item = self._pending.popleft()
-                batch.append(item)
-                if not (isinstance(item, EventItem) and isinstance(item.event, TextDelta)):
-                    sink(batch)
-                    batch = []
-                    if time.perf_counter() > deadline:
-                        break
+                item = self._pending[0]
+                if isinstance(item, EventItem) and isinstance(item.event, TextDelta):
+                    batch.append(self._pending.popleft())
+                    continue
+                began = time.perf_counter()
+                if (handed or batch) and began + self._item_cost > deadline:
+                    break
+                batch.append(self._pending.popleft())
+                sink(batch)
+                batch = []
+                handed = True
+                cost = time.perf_counter() - began
+                self._item_cost = max(cost, self._item_cost * COST_DECAY)
             if batch:
                 sink(batch)
             if self._pending:

@@ -570,9 +570,10 @@ class MainWindow(QMainWindow):
         self.databases.close_all()
         agent_ok = self.runner.shutdown()
         self.runner.deliver_rest()  # the cancelled episode's EpisodeEnded goes to the history too
+        saved = self.episodes.flush()  # every finished episode is in the history before the app ends
         pool_ok = self.pool.shutdown()
         self.databases.release_all()
-        return agent_ok and pool_ok
+        return agent_ok and saved and pool_ok
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
