@@ -369,6 +369,13 @@ class AgentRunner(QObject):
         self._drain_timer.setSingleShot(True)
         self._drain_timer.setInterval(DRAIN_INTERVAL_MS)
         self._drain_timer.timeout.connect(self._deliver)
+        # What did not fit goes on through a zero timer, not a posted call (Qt 6 posts a zero
+        # QTimer.singleShot): timers run in the order they fell due, so a timer that is already
+        # due (an animation, the blinking cursor) runs before the next batch, not after it.
+        self._continue_timer = QTimer(self)
+        self._continue_timer.setSingleShot(True)
+        self._continue_timer.setInterval(0)
+        self._continue_timer.timeout.connect(self._deliver)
         self._thread.start()
         register_thread_owner(self)
 
@@ -418,7 +425,7 @@ class AgentRunner(QObject):
             if batch:
                 sink(batch)
             if self._pending:
-                QTimer.singleShot(0, self._deliver)
+                self._continue_timer.start()
         finally:
             # Resume only after the layout and paint events the drain posted have run: painting
             # calls back into Python (models, highlighters) and should not queue behind the worker.
@@ -477,6 +484,7 @@ class AgentRunner(QObject):
     def shutdown(self, timeout_ms: int = 15_000) -> bool:
         """Cancel the episode, close what the worker owns on its thread, stop and join the thread."""
         self._drain_timer.stop()
+        self._continue_timer.stop()
         if not self.is_busy():
             return True
         self.worker.cancel(self._next_id)

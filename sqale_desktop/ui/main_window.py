@@ -39,6 +39,7 @@ from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.db.process import set_memory_limit_mb
 from sqale_desktop.core.engine_kinds import LLAMA, RECORDING, kind_of
 from sqale_desktop.core.imports import DIALOG_LABEL, DIALOG_PATTERNS
+from sqale_desktop.core.models.gguf_info import effective_n_ctx
 from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.core.settings import Settings
 from sqale_desktop.ui.agent_runner import AgentRunner
@@ -403,9 +404,10 @@ class MainWindow(QMainWindow):
 
     def _context_used(self, tokens: int) -> None:
         """Out of the context the engine got: a local model's is clamped to its training context
-        (``core.runtime`` builds it so, the "context" banner says so), not ``settings.n_ctx``."""
-        from sqale_desktop.core.models.gguf_info import effective_n_ctx
+        (``core.runtime`` builds it so, the "context" banner says so), not ``settings.n_ctx``.
 
+        ``gguf_info`` is imported with the window, not here: this runs once per agent turn while the
+        answer streams, and its first import (~15 ms) was one of the longest stalls (issue 32)."""
         kind = kind_of(self.settings.engine)
         info = self._model_info if kind is not None and kind.model_file else None
         self.status.show_context(tokens, effective_n_ctx(info, self.settings.n_ctx))
