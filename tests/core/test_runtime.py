@@ -11,7 +11,7 @@ import pytest
 from sqale_desktop.core.models.registry import Registry
 from sqale_desktop.core.runtime import ChoiceError, EngineFlags, ModelChoice, choose, fit_protocol, resolve
 from sqale_desktop.core.settings import Settings
-from tests.conftest import smollm2_gguf as smollm2
+from tests.helpers import smollm2_gguf as smollm2
 
 
 def test_no_model_installed_means_no_factory() -> None:

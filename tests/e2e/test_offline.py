@@ -33,7 +33,7 @@ from sqale_desktop.core.models import catalog
 from sqale_desktop.core.models.registry import Registry
 from sqale_desktop.core.runtime import gpu_offload
 from sqale_desktop.core.tools import ToolBox
-from tests.conftest import smollm2_gguf as smollm2
+from tests.helpers import smollm2_gguf as smollm2
 
 INET = (socket.AF_INET, socket.AF_INET6)
 
