@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QHeaderView, QProxyStyle, QToolTip
 
 from sqale_desktop.ui.result_grid import ResultGrid
 from sqale_desktop.ui.sql_panel import SqlPanel
-from tests.conftest import shared_data
+from tests.helpers import shared_data
 from tests.ui.sql_panels import shown_panel
 
 ISTAT = "files/csv/frictionless__issue-811.csv"
