@@ -91,7 +91,7 @@ class EpisodeController(QObject):
         model = (runtime or self.runner.runtime).thread_model  # who writes this episode's thread
         # An answer still being written (it ended milliseconds ago) has no stored thread yet: the
         # card's is the same text, and nothing it is checked against can have changed since.
-        if parent_entry is not None and thread is not None and parent_entry not in self._saving:
+        if parent_entry is not None and thread is not None:
             try:
                 thread = self._stored_thread(parent_entry, page, model, thread)
             except ThreadError as exc:

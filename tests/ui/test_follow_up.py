@@ -3,6 +3,7 @@ a follow-up, go back to a standalone question, and two tabs that never share a t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,40 @@ def test_a_thread_that_outgrows_the_context_is_carried_and_the_card_says_so(
         assert card is not None and "earlier questions carried as text" in card.details.text()
     finally:
         assert small.shutdown()
+
+
+def test_a_quick_follow_up_while_the_answer_is_still_being_written_continues_it(
+    qtbot: Any, window: MainWindow, chinook: Path, history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is written to the history after its card shows (on the writer's thread): Enter
+    pressed before that write lands continues the card's thread, it is not refused."""
+    page = open_page(qtbot, window, chinook)
+    ask_by_keys(qtbot, window, page, "Which artists have the most albums?")
+    assert page.chat.episodes[0].follow_up_button is not None
+    qtbot.mouseClick(page.chat.episodes[0].follow_up_button, CLICK)
+    release = threading.Event()
+    write = History.finish_episode
+
+    def held(self: History, entry_id: int, episode: Any) -> None:
+        assert release.wait(60), "the held history write was never released"
+        write(self, entry_id, episode)
+
+    monkeypatch.setattr(History, "finish_episode", held)
+    finished: list[Any] = []
+    window.episode_finished.connect(finished.append)
+    try:
+        qtbot.keyClicks(page.chat.question, "Only the top three?")
+        qtbot.keyClick(page.chat.question, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: page.chat.current is None and len(page.chat.episodes) == 2, timeout=30_000)
+        assert page.chat.follow_up_of is page.chat.episodes[1] and finished == []  # its write is held
+        qtbot.keyClicks(page.chat.question, "And their album titles?")
+        qtbot.keyClick(page.chat.question, Qt.Key.Key_Return)
+        assert page.chat.current is not None and not page.chat.follow_note.isVisibleTo(page.chat)
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: len(finished) == 2, timeout=30_000)
+    second, third = finished
+    assert third.follow_up == "continued" and third.prompt.startswith(second.prompt)
+    assert third.earlier_questions == ["Which artists have the most albums?", "Only the top three?"]
+    entries = [e for e in history.entries(page.conversation_id) if e.kind == "question"]
+    assert [e.parent_entry_id for e in entries] == [None, entries[0].id, entries[1].id]
