@@ -89,8 +89,6 @@ class EpisodeController(QObject):
         parent_view, thread = follow if follow is not None else (None, None)
         parent_entry = entry_of(parent_view) if parent_view is not None else None
         model = (runtime or self.runner.runtime).thread_model  # who writes this episode's thread
-        # An answer still being written (it ended milliseconds ago) has no stored thread yet: the
-        # card's is the same text, and nothing it is checked against can have changed since.
         if parent_entry is not None and thread is not None:
             try:
                 thread = self._stored_thread(parent_entry, page, model, thread)
