@@ -15,14 +15,7 @@ if TYPE_CHECKING:
     from tests.completion_server import Script
     from tests.core.models.fakehub import FakeHub
 
-from tests.helpers import (  # noqa: F401  (re-exported while tests move to tests.helpers)
-    EMPTY_GGUF_HEADER,
-    REPO_ROOT,
-    SHARED_DATA,
-    fingerprint,
-    shared_data,
-    smollm2_gguf,
-)
+from tests.helpers import shared_data
 
 
 @pytest.fixture(autouse=True, scope="session")
