@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqale_desktop.core.child.launch import child_command, child_env
+from sqale_desktop.core.errors import KnownError
 
 FORKS_ENV = "SQALE_DESKTOP_CHILD_FORKS"  # the server's end of the socket, set by the parent
 READY_S = 30.0  # the server's interpreter and the module's imports, on a busy computer
@@ -57,8 +58,11 @@ def available() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "fork")
 
 
-class ServerGone(OSError):
-    """The server ended, refused, or did not answer: start the child the ordinary way."""
+class ServerGone(KnownError, OSError):
+    """The server ended, refused, or did not answer: start the child the ordinary way.
+
+    Caught by the supervisor, which then starts the child itself; a known condition (the server is
+    a process that can be killed), never shown as a bug."""
 
 
 class Server:
