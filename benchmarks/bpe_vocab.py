@@ -20,6 +20,7 @@ and the list is filled up to the shape's vocabulary size with ordinary tokens no
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,7 +145,12 @@ def bpe_benchmark_model(quick: bool, vocab_file: Path | None) -> tuple[Path, str
     from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
 
     vocabulary = read_vocabulary(vocab_file or smollm2_gguf())
-    shape = SMALL_SHAPE if quick else QWEN35_2B
+    shape = QWEN35_2B
+    if quick:
+        # The small shape's vocabulary (32,768) is smaller than a real one (SmolLM2's 49,152):
+        # grown to hold it and the protocol's specials, rounded up to a multiple of 256.
+        needed = -(-(len(vocabulary.tokens) + 64) // 256) * 256
+        shape = dataclasses.replace(SMALL_SHAPE, vocab_size=max(SMALL_SHAPE.vocab_size, needed))
     label = f"{'qwen35-small' if quick else 'qwen35-2b-shape'}-{vocabulary.name}"
     folder = paths.cache_dir() / "bench"
     target = folder / f"{label}-Q4_K_M.gguf"
