@@ -9,41 +9,29 @@ has needed since it was last empty, and asks for room only when a figure needs m
 a digit), so a new figure of the same width or narrower repaints this widget alone.  Emptied, it
 gives its room back (once per episode or tab switch, not per turn).
 
-QLabel has no way to say "my size did not change", hence a small widget of our own, like
+QLabel has no way to say "my size did not change", hence a small widget of our own
+(:class:`~sqale_desktop.ui.painted_text.PaintedText`), like
 :class:`~sqale_desktop.ui.status_text.StatusText` for the wrapped live lines.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from sqale_desktop.ui.painted_text import PaintedText
 
 _FLAGS = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextSingleLine
 
 
-class StatusFigure(QWidget):
+class StatusFigure(PaintedText):
     """Plain text on one line; ``text()`` is what was set.  Its width only grows until emptied."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(_FLAGS, parent)
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
-        self._text = ""
         self._width = 0
         self.setText(text)
-
-    def text(self) -> str:
-        return self._text
-
-    def setText(self, text: str) -> None:
-        if text == self._text:
-            return
-        self._text = text
-        needed = self._needed(text)
-        if needed > self._width or not text:
-            self._width = needed
-            self.updateGeometry()
-        self.update()
 
     def sizeHint(self) -> QSize:
         margins = self.contentsMargins()
@@ -52,10 +40,12 @@ class StatusFigure(QWidget):
     def minimumSizeHint(self) -> QSize:
         return self.sizeHint()
 
-    def paintEvent(self, _event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(self.foregroundRole()))
-        painter.drawText(self.contentsRect(), _FLAGS, self._text)
+    def _refit(self) -> None:
+        """Ask for room only when the text needs more than the widest so far, or when emptied."""
+        needed = self._needed(self._text)
+        if needed > self._width or not self._text:
+            self._width = needed
+            self.updateGeometry()
 
     def _needed(self, text: str) -> int:
         if not text:

@@ -10,40 +10,32 @@ the whole window was repainted per batch, half of the repaints while an episode 
 changes, that is when the text gains or loses a wrapped line, and otherwise repaints itself alone.
 
 QLabel has no way to say "my size did not change" (``QLabel::setText`` always updates its geometry),
-hence a small widget of our own rather than a subclass.
+hence a small widget of our own rather than a subclass (a
+:class:`~sqale_desktop.ui.painted_text.PaintedText`, as the status bar's figure is).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from sqale_desktop.ui.painted_text import PaintedText
 
 _FLAGS = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap
 _TALL = 1_000_000
 
 
-class StatusText(QWidget):
+class StatusText(PaintedText):
     """Plain text, word-wrapped to the width the layout gives it; ``text()`` is what was set."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(_FLAGS, parent)
         policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
-        self._text = ""
         self._height = 0
         self.setText(text)
-
-    def text(self) -> str:
-        return self._text
-
-    def setText(self, text: str) -> None:
-        if text == self._text:
-            return
-        self._text = text
-        self._refit()
-        self.update()
 
     def hasHeightForWidth(self) -> bool:
         return True
@@ -66,11 +58,6 @@ class StatusText(QWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._refit()
-
-    def paintEvent(self, _event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(self.foregroundRole()))
-        painter.drawText(self.contentsRect(), _FLAGS, self._text)
 
     def _height_now(self) -> int:
         return self.heightForWidth(self.width() if self.width() > 0 else _TALL)
