@@ -62,6 +62,19 @@ def _int(name: str, value: int, step: int = 1, special: str = "") -> QSpinBox:
     return box
 
 
+def _secret(name: str, placeholder: str, parent: QWidget) -> QLineEdit:
+    """A masked field holding the keyring's secret ``name``; a keyring that cannot be read says
+    why in the placeholder (the field then starts empty)."""
+    field = QLineEdit(parent)
+    field.setEchoMode(QLineEdit.EchoMode.Password)
+    field.setPlaceholderText(placeholder)
+    try:
+        field.setText(secrets.get_secret(name) or "")
+    except secrets.SecretError as exc:
+        field.setPlaceholderText(str(exc))
+    return field
+
+
 class SettingsDialog(QDialog):
     """Edit a copy of the settings; ``result_settings()`` after ``exec()`` returns the new ones."""
 
@@ -128,22 +141,10 @@ class SettingsDialog(QDialog):
 
     def _secret_rows(self, form: QFormLayout) -> None:
         """The server's API key and the Hugging Face token: read from and kept in the keyring."""
-        self.api_key = QLineEdit(self)
-        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("(none)")
-        try:
-            self.api_key.setText(secrets.get_secret(secrets.SERVER_API_KEY) or "")
-        except secrets.SecretError as exc:
-            self.api_key.setPlaceholderText(str(exc))
+        self.api_key = _secret(secrets.SERVER_API_KEY, "(none)", self)
         form.addRow("API key", self.api_key)
         # The token for gated or private Hugging Face repositories (the hub's errors point here).
-        self.hub_token = QLineEdit(self)
-        self.hub_token.setEchoMode(QLineEdit.EchoMode.Password)
-        self.hub_token.setPlaceholderText("(none: public models only)")
-        try:
-            self.hub_token.setText(secrets.get_secret(secrets.HF_TOKEN) or "")
-        except secrets.SecretError as exc:
-            self.hub_token.setPlaceholderText(str(exc))
+        self.hub_token = _secret(secrets.HF_TOKEN, "(none: public models only)", self)
         form.addRow("Hugging Face token", self.hub_token)
         self.keyring_note = QLabel(secrets.keyring_message() or "Stored in the system keyring.", self)
         self.keyring_note.setWordWrap(True)
