@@ -20,6 +20,11 @@ EXIT_USAGE = 2  # bad usage, as argparse itself exits
 COMMAND_MODULES = ("db_commands", "agent_commands", "model_commands", "convert_command", "eval_command")
 
 
+def add_db_argument(parser: argparse.ArgumentParser) -> None:
+    """``--db PATH``, the database a command works on, worded alike in every command that takes it."""
+    parser.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+
+
 def register_all(subparsers: argparse._SubParsersAction[Any]) -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(f"sqale_desktop.commands.{name}").register(subparsers)

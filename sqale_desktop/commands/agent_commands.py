@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_db_argument
 from sqale_desktop.commands.ctrl_c import on_ctrl_c
 from sqale_desktop.commands.engine_flags import (
     add_engine_flags,
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "answers with a SQL query, which is run read-only. Exit status: 0 an answer was found, "
         "1 no answer, an error or cancelled, 2 bad usage.",
     )
-    ask.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+    add_db_argument(ask)
     ask.add_argument("--question", required=True, metavar="TEXT", help="the question, in plain language")
     add_engine_flags(ask, servers=False, replay_help="JSON list of completions, or a recorded episode")
     add_settings_flags(ask)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_db_argument
 from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
 from sqale_desktop.core.db.connection import DEFAULT_TIME_LIMIT_S
 from sqale_desktop.core.export_formats import json_text, write_rows
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description="Run one of the eight agent tools on a database and print exactly the text the "
         "model would read. Exit status: 0 ok, 1 the tool returned an error text, 2 bad usage.",
     )
-    tool.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+    add_db_argument(tool)
     tool.add_argument("name", choices=TOOL_NAMES, metavar="NAME", help=f"one of: {', '.join(TOOL_NAMES)}")
     tool.add_argument(
         "json_args",
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description="Run one read-only SQL statement. A denied or failing statement exits with "
         "status 1 and its message on stderr.",
     )
-    query.add_argument("--db", required=True, metavar="PATH", help="SQLite database file (opened read-only)")
+    add_db_argument(query)
     query.add_argument("sql", metavar="SQL", help="one SQL statement")
     query.add_argument(
         "--format",
