@@ -17,6 +17,15 @@ CPU-second: the machine's own speed varied that much); the general path, ``text.
 ``builder.py``, makes about 7 MB/s.  The 1,000,000-row Parquet file: 2.1–2.8 s (360,000–483,000
 rows/s; 174,000 before the fast path); the 100,000-row .xlsx: 0.9–1.5 s (66,000–108,000 rows/s).
 
+What the figures include: each import runs in a child (``core/imports/isolated.py``) forked from
+the importers' fork server (``core/child/forks.py``).  The first import of the run (the CSV) starts
+that server, as the first import of a session in the app or the command line does: its figure
+includes the server's interpreter start and, in its child, the import of Arrow, ADBC and the
+readers (in the app's own process, before the importers moved into children, the first import
+paid those imports too).  The later imports fork from the warm server, which loaded the readers'
+libraries while idle.  ``*_mb_per_cpu_s`` counts this process's CPU and the children's (the
+server's, its imports included, and the forked children's, each counted once it is reaped).
+
 Prints one line per figure, then ONE JSON object on the last line.
 
     .venv/bin/python benchmarks/import.py [--quick]

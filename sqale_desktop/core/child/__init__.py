@@ -20,6 +20,7 @@ requests, a pool of warm workers); it uses :mod:`.launch` only.
 
 from __future__ import annotations
 
+from sqale_desktop.core.child.forks import WarmStep
 from sqale_desktop.core.child.launch import child_command, child_env, is_frozen, run_child
 from sqale_desktop.core.child.messages import Endpoint, Message, serve
 from sqale_desktop.core.child.supervise import (
@@ -43,6 +44,7 @@ __all__ = [
     "ChildTimedOut",
     "Endpoint",
     "Message",
+    "WarmStep",
     "child_command",
     "child_env",
     "children_cpu_s",

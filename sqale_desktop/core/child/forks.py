@@ -262,11 +262,25 @@ class Forked:
 # -- the server's side -------------------------------------------------------------------------
 
 
-def serve_forks(fd: int, warm: Sequence[str] = ()) -> None:
+WarmStep = str | Callable[[], object]  # a module to import, or a call that loads a library
+
+
+def warm_up(step: WarmStep) -> None:
+    """One step of a warm-up: import the module it names, or make its call; a step that fails
+    is left to the work, which meets (and reports) the same failure itself."""
+    with contextlib.suppress(Exception):
+        if callable(step):
+            step()
+        else:
+            importlib.import_module(step)
+
+
+def serve_forks(fd: int, warm: Sequence[WarmStep] = ()) -> None:
     """The server's loop, in the child the parent started with :data:`FORKS_ENV`.
 
-    It is ready at once and imports the modules ``warm`` names one by one while it is idle (no
-    request waiting, no child of its own running): the first import of a session is forked
+    It is ready at once and takes the steps of ``warm`` (:func:`warm_up`: imports, and calls that
+    load a library) one by one while it is idle (no request waiting, no child of its own
+    running): the first import of a session is forked
     before they are all in, imports what it needs itself (as a new child would) and does not
     share the two cores with the rest of the warm-up; later ones find them imported.
 
@@ -290,8 +304,7 @@ def serve_forks(fd: int, warm: Sequence[str] = ()) -> None:
         watched = [wake_r] if closing else [sock.fileno(), wake_r]
         readable, _, _ = select.select(watched, [], [], 0 if idle else None)
         if not readable and idle:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(pending.pop(0))
+            warm_up(pending.pop(0))
             continue
         if wake_r in readable:
             with contextlib.suppress(BlockingIOError):

@@ -19,7 +19,6 @@ imports, and each forked child serves one plan the same way.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -74,22 +73,23 @@ class Endpoint:
 
 
 def serve(
-    work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None], warm: Sequence[str] = ()
+    work: Callable[[dict[str, Any], Endpoint], Mapping[str, Any] | None],
+    warm: Sequence[forks.WarmStep] = (),
 ) -> NoReturn:
     """Run ``work(plan, endpoint)`` as this child's whole life, then end the process (status 0
     after ``done``, 1 after ``error``).
 
     ``work`` returns the ``done`` message's fields; a :class:`KnownError` it raises is sent as
     ``error`` with its text; anything else too, after its traceback went to stderr (the log).
-    ``warm`` names the modules the work will need, imported before the plan is read (a spare
-    started ahead imports them while it waits; a fork server while it is idle)."""
+    ``warm`` names the modules the work will need (or calls that load its libraries), taken
+    before the plan is read (a spare started ahead takes them while it waits; a fork server
+    while it is idle)."""
     server = os.environ.pop(forks.FORKS_ENV, None)
     if server is not None:
         forks.serve_forks(int(server), warm)  # returns in each forked child, which serves as below
     else:
-        for name in warm:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(name)
+        for step in warm:
+            forks.warm_up(step)
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # anything else written to stdout goes to stderr, beside the protocol
     sys.stdout = sys.stderr

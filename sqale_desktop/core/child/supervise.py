@@ -345,8 +345,31 @@ class _Servers:
             server.end(wait)
 
 
+class _Reapers:
+    """The threads that wait for the end of children that already answered (``_Supervised``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, end: Callable[[], None]) -> None:
+        thread = threading.Thread(target=end, name="child-reap", daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def wait(self, timeout: float) -> None:
+        """Until the children that answered have ended and been reaped (at most ``timeout``)."""
+        with self._lock:
+            threads = list(self._threads)
+        until = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, until - time.monotonic()))
+
+
 _spares = _Spares()
 _servers = _Servers()
+_reapers = _Reapers()
 atexit.register(_spares.discard)
 # At exit the servers are not waited for: one whose child still runs ends after it, and the
 # child ends at this process's end (its stdin closes).
@@ -363,7 +386,9 @@ def discard_spares() -> None:
 def children_cpu_s() -> float:
     """CPU seconds the app's children have used so far: the ended ones (``RUSAGE_CHILDREN``) and
     the fork servers with the children they forked (for the benchmarks: the work of an import is
-    a child's CPU now, not this process's)."""
+    a child's CPU now, not this process's).  Waits first for the children that answered to be
+    reaped (milliseconds): their CPU counts once they are."""
+    _reapers.wait(timeout=10.0)
     try:
         import resource
     except ImportError:
@@ -430,6 +455,7 @@ class _Supervised:
         end = began + total_s if total_s is not None else None
         deadline: float | None = began + start_s
         started = False
+        reap_aside = False
         try:
             while True:
                 now = time.monotonic()
@@ -454,7 +480,8 @@ class _Supervised:
                     started = True
                     deadline = time.monotonic() + step_s if step_s is not None else None
                 if message.kind == "done":
-                    self.proc.wait()
+                    # Reaped aside unless stderr lines may still be due to the caller's callback.
+                    reap_aside = len(self.readers) == 1
                     return message
                 if message.kind == "error":
                     kind = str(message.data.get("error", "known"))
@@ -463,7 +490,13 @@ class _Supervised:
                 if message.kind != "alive" and self.on_message is not None:
                     self.on_message(message)
         finally:
-            self._end()
+            if reap_aside:
+                # The child said ``done`` as the last thing before ``os._exit``: its files are
+                # closed, and its end (the exit, its server's reaping, the pipes' end of file) is
+                # waited for beside the caller's next step rather than before the answer.
+                _reapers.start(self._end)
+            else:
+                self._end()
 
     def _kill(self) -> None:
         with contextlib.suppress(OSError):

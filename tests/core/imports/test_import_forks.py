@@ -85,8 +85,10 @@ def test_each_import_is_a_new_child_forked_from_one_single_threaded_importer(
     [(first, server), (second, same_server)] = forked
     assert first != second and server == same_server and _servers() == [server]
     assert os.listdir(f"/proc/{server}/task") == [str(server)]  # one thread: fork is safe
-    assert not Path(f"/proc/{first}").exists() and not Path(f"/proc/{second}").exists()  # reaped
     assert child.children_cpu_s() > cpu_before  # the server's and its children's CPU is counted
+    # Reaped by the server (after the answer, beside the caller's next step; children_cpu_s
+    # waited for that): no zombie, no process left.
+    assert not Path(f"/proc/{first}").exists() and not Path(f"/proc/{second}").exists()
 
 
 def test_an_importer_server_that_died_is_replaced_by_the_next_import(
@@ -108,12 +110,15 @@ def test_the_importer_server_loads_the_readers_libraries_while_idle(
     tmp_path: Path, forked: list[tuple[int, int]]
 ) -> None:
     """Ready at once, it imports the readers' libraries between imports: the next import's child
-    is forked with calamine (the last reader it loads) already in memory."""
+    is forked with calamine and DuckDB (the last library it loads) already in memory, and the
+    SQLite driver ADBC opens at a connection (a shared library of its own) loaded too."""
     child.discard_spares()
     _import(_csv(tmp_path / "a.csv", 100))
     (_pid, server), *_ = forked
     until = time.monotonic() + WAIT_S
-    while b"calamine" not in Path(f"/proc/{server}/maps").read_bytes():
-        assert time.monotonic() < until, "the idle server never loaded calamine"
+    while b"duckdb" not in Path(f"/proc/{server}/maps").read_bytes():
+        assert time.monotonic() < until, "the idle server never loaded DuckDB"
         time.sleep(0.05)
+    maps = Path(f"/proc/{server}/maps").read_bytes()
+    assert b"calamine" in maps and b"libadbc_driver_sqlite" in maps
     assert os.listdir(f"/proc/{server}/task") == [str(server)]  # and still one thread
