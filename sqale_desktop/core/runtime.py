@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sqale_desktop.core.agent import protocol as protocol_files
+from sqale_desktop.core.agent.chat_template import assistant_opener
 from sqale_desktop.core.agent.events import Event
 from sqale_desktop.core.agent.followup import Thread as Thread  # re-exported: the faces build threads here
+from sqale_desktop.core.agent.followup import prefetch_follow_up
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.db.connection import ReadOnlyDatabase, open_readonly
 
@@ -189,6 +191,14 @@ class Runtime:
         """Whether :meth:`warm_up` has anything to do on ``engine`` (a local model; not a server,
         not a replay), so the window says "Preparing the model…" only when it does."""
         return callable(getattr(engine, "warm_up", None))
+
+    def prefetch_follow_up(self, engine: Engine, thread: Thread, cancel: threading.Event) -> int:
+        """Have ``engine`` evaluate, while the person types, what a follow-up to ``thread`` starts
+        with (``core.agent.followup.prefetch_follow_up``), with the protocol and opener an episode
+        on ``engine`` uses; the tokens evaluated (0 where the engine keeps no state)."""
+        protocol = self.protocol_for(engine)
+        opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
+        return prefetch_follow_up(engine, protocol, opener, thread, cancel)
 
     def warm_up(self, engine: Engine, cancel: threading.Event) -> WarmUp | None:
         """Have the system turn every episode on ``engine`` starts with ready before the first

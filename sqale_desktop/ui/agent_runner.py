@@ -25,6 +25,13 @@ episodes start with (``Runtime.warm_up``; restored from the disk cache when an e
 saved it), so the first question evaluates only its own turn.  It runs on the worker thread like
 any other job, so a question asked meanwhile queues behind it in the worker's event loop and then
 finds the turn ready; Stop, a new engine and shutdown cancel it between prefill chunks.
+
+Prefetch: when the composer starts following up an answer, the worker has the runtime evaluate
+the thread and the fixed start of the follow-up's turn (``Runtime.prefetch_follow_up``) while the
+person types, as a job like the warm-up; Enter then evaluates only the question.  It changes
+nothing that is generated.  A question on another thread or none, Stop, a new engine and shutdown
+cancel it (within a prefill chunk); a follow-up on the same thread queues behind it, since what it
+evaluates is the follow-up's own start.
 """
 
 from __future__ import annotations
@@ -118,6 +125,8 @@ class AgentWorker(QObject):
         self._cancel_upto = 0
         # Set to stop a running warm-up (Stop, another engine, shutdown); a fresh one per warm-up.
         self._warm_cancel = threading.Event()
+        # The follow-up being prefetched (or queued to be) and its cancel flag; None when none is.
+        self._prefetch: tuple[Thread, threading.Event] | None = None
         # Set while the UI is not applying events.  A model streaming at full speed in pure Python
         # (the replay engine, a fast server) holds the GIL for 5 ms at a time, and every Qt call
         # the UI thread makes releases and re-takes the GIL, so a drain of a few dozen calls
@@ -136,8 +145,32 @@ class AgentWorker(QObject):
             self._cancel_upto = max(self._cancel_upto, upto_episode)
             cancel = self._cancel
             self._warm_cancel.set()  # a warm-up under way: what the model does now stops too
+            self._cancel_prefetch_locked(None)
         if cancel is not None:
             cancel.set()  # the loop interrupts a running query itself (core.agent.loop)
+
+    def expect_prefetch(self, thread: Thread | None) -> threading.Event | None:
+        """A prefetch of ``thread`` is about to be queued (None: no follow-up now): any other one
+        stops; the new one's cancel flag."""
+        with self._lock:
+            self._cancel_prefetch_locked(None)
+            if thread is None:
+                return None
+            cancel = threading.Event()
+            self._prefetch = (thread, cancel)
+            return cancel
+
+    def cancel_prefetch(self, unless: Thread | None) -> None:
+        """Stop the prefetch unless it is of ``unless``'s thread (a follow-up on it waits for it)."""
+        with self._lock:
+            self._cancel_prefetch_locked(unless)
+
+    def _cancel_prefetch_locked(self, unless: Thread | None) -> None:
+        prefetch = self._prefetch
+        if prefetch is None or (unless is not None and prefetch[0].prompt == unless.prompt):
+            return
+        prefetch[1].set()
+        self._prefetch = None
 
     def drain(self) -> list[Item]:
         items: list[Item] = []
@@ -172,6 +205,7 @@ class AgentWorker(QObject):
             if not keep_engine:
                 self._engine = None
                 self._warm_cancel.set()  # warming the old engine is no use now
+                self._cancel_prefetch_locked(None)
 
     # run on the worker thread ---------------------------------------------------------------
     def _push(self, item: Item) -> None:
@@ -240,6 +274,33 @@ class AgentWorker(QObject):
             return
         if result is not None:
             log.info("%s", result.note or "system turn warmed")
+
+    @Slot(object, object)
+    def prefetch_follow_up(self, thread: Thread, cancel: threading.Event) -> None:
+        """Have the loaded model evaluate what a follow-up to ``thread`` starts with; never raises
+        (the follow-up evaluates it itself).  Nothing is loaded for it."""
+        with self._lock:
+            engine, runtime = self._engine, self._runtime
+        try:
+            if engine is None or cancel.is_set():
+                return
+            started = time.perf_counter()
+            tokens = runtime.prefetch_follow_up(engine, thread, cancel)
+            log.info(
+                "follow-up prefetched: %d tokens in %.2f s%s",
+                tokens,
+                time.perf_counter() - started,
+                " (cancelled)" if cancel.is_set() else "",
+            )
+        except Exception as exc:
+            if is_known(exc):
+                log.info("follow-up prefetch skipped: %s", exc)
+            else:
+                log.exception("follow-up prefetch failed")
+        finally:
+            with self._lock:
+                if self._prefetch is not None and self._prefetch[1] is cancel:
+                    self._prefetch = None
 
     @Slot(int, str, str, object, object)
     def run_episode(
@@ -317,6 +378,7 @@ class AgentWorker(QObject):
     def close(self) -> None:
         """Close the databases and drop the engine, on the thread that owns them."""
         self._warm_cancel.set()
+        self.cancel_prefetch(None)
         for _runtime, db in self._databases.values():
             _close_database(db)
         self._databases.clear()
@@ -342,6 +404,7 @@ class AgentRunner(QObject):
         load_progress(int): forwarded from the worker (thousandths).
         _run(int, str, str, object, object): internal, queued to the worker's ``run_episode``.
         _load(): internal, queued to the worker's ``load_engine``.
+        _prefetch(object, object): internal, queued to the worker's ``prefetch_follow_up``.
     """
 
     items_ready = Signal()
@@ -349,6 +412,7 @@ class AgentRunner(QObject):
     load_progress = Signal(int)
     _run = Signal(int, str, str, object, object)
     _load = Signal()
+    _prefetch = Signal(object, object)
 
     def __init__(self, runtime: Runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -358,6 +422,7 @@ class AgentRunner(QObject):
         self.worker.moveToThread(self._thread)
         self._run.connect(self.worker.run_episode)
         self._load.connect(self.worker.load_engine)
+        self._prefetch.connect(self.worker.prefetch_follow_up)
         self.worker.items_ready.connect(self.items_ready)
         self.worker.engine_state.connect(self.engine_state)
         self.worker.load_progress.connect(self.load_progress)
@@ -447,12 +512,20 @@ class AgentRunner(QObject):
         ``runtime``: another engine choice for this one episode (``core.runtime.resolve``, e.g.
         the recording); the loaded model stays loaded.  ``parent``: the thread of a follow-up.
         """
+        self.worker.cancel_prefetch(parent if runtime is None else None)
         self._next_id += 1
         self._run.emit(self._next_id, question, str(db_path), runtime, parent)
         return self._next_id
 
     def load_engine(self) -> None:
         self._load.emit()
+
+    def prefetch_follow_up(self, thread: Thread | None) -> None:
+        """The composer follows up ``thread`` now (None: no follow-up): the model starts on it
+        while the question is typed (``AgentWorker.prefetch_follow_up``); any other prefetch stops."""
+        cancel = self.worker.expect_prefetch(thread)
+        if thread is not None and cancel is not None:
+            self._prefetch.emit(thread, cancel)
 
     @property
     def runtime(self) -> Runtime:

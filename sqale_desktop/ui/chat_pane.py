@@ -62,11 +62,14 @@ class ChatPane(QWidget):
         copy_requested(str): SQL to copy.
         chart_requested(str): answer SQL to run and show as a chart.
         watch_requested(): the user wants to watch the recorded demo episode.
+        follow_up_changed(object): the ``Thread`` the next question continues, or None when it is
+            a standalone question again (the agent thread prefetches the follow-up's start).
     """
 
     watch_requested = Signal()
     ask_requested = Signal(str)
     stop_requested = Signal()
+    follow_up_changed = Signal(object)
     open_in_editor = Signal(str)
     copy_requested = Signal(str)
     chart_requested = Signal(str)
@@ -181,7 +184,7 @@ class ChatPane(QWidget):
         if view.episode is None:
             return False
         try:
-            Thread.of(view.episode)
+            thread = Thread.of(view.episode)
         except ThreadError as exc:
             self.live.setText(str(exc))
             return False
@@ -191,6 +194,7 @@ class ChatPane(QWidget):
         self.follow_bar.show()
         self.question.setPlaceholderText("Ask a follow-up…  (Enter asks, Shift+Enter for a new line)")
         self.question.setFocus()
+        self.follow_up_changed.emit(thread)  # the model can start on the follow-up while it is typed
         return True
 
     def standalone(self) -> None:
@@ -198,6 +202,7 @@ class ChatPane(QWidget):
         self.follow_up_of = None
         self.follow_bar.hide()
         self.question.setPlaceholderText(PLACEHOLDER)
+        self.follow_up_changed.emit(None)
 
     def refuse_follow_up(self, reason: str) -> None:
         """The follow-up just asked was not asked (``reason``: why its thread cannot go on): the

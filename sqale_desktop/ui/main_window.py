@@ -299,6 +299,7 @@ class MainWindow(QMainWindow):
         """A new tab's page: its questions come to the agent, its SQL runs to the history."""
         page.chat.ask_requested.connect(lambda question, p=page: self.ask(p, question))
         page.chat.stop_requested.connect(lambda p=page: self.stop(p))
+        page.chat.follow_up_changed.connect(self.runner.prefetch_follow_up)
         page.chat.watch_requested.connect(lambda p=page: self.watch_recording(p))
         page.chat.set_recording_available(page.is_demo)
         page.copied.connect(lambda _t, p=page: self.show_message("Copied to the clipboard.", p))

@@ -29,12 +29,19 @@ The carried form, exactly::
 
     Follow-up question: <the new question>
 
+Prefetch: while the person types a follow-up, :func:`prefetch_follow_up` has an engine that can
+(the llama engine's ``prefetch_continuation``) evaluate the thread and the fixed start of the
+continued turn (:func:`continued_prefix`, everything before the question's text).  It changes
+nothing that is evaluated or generated: the follow-up's prompt is built as without it, and the
+engine's memory then already holds a prefix of it.
+
 A plain question (no thread) never comes here: its prompt is the trained standalone episode.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from sqale_desktop.core.agent.events import Episode, FollowUpForm
@@ -42,7 +49,15 @@ from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.base import Engine, EngineSession
 from sqale_desktop.core.errors import KnownError
 
-__all__ = ["FollowUpForm", "Thread", "ThreadError", "carried_question", "continued_turn"]
+__all__ = [
+    "FollowUpForm",
+    "Thread",
+    "ThreadError",
+    "carried_question",
+    "continued_prefix",
+    "continued_turn",
+    "prefetch_follow_up",
+]
 
 FORMS: tuple[FollowUpForm, ...] = ("continued", "carried")
 
@@ -51,6 +66,8 @@ CARRIED_QUESTION = "Follow-up question:"
 NO_ANSWER = "(no answer)"
 _THREAD_START = "<|im_start|>system\n"
 _THREAD_END = "<|im_end|>"
+# Stands for the question while finding where it begins in the turn (a private-use character).
+_QUESTION_MARK = "\ue000"
 
 _log = logging.getLogger(__name__)
 
@@ -117,6 +134,31 @@ def continued_turn(protocol: AgentProtocol, question: str, opener: str) -> str:
     appends tool results.
     """
     return f"\n<|im_start|>user\n{protocol.user_text(question)}<|im_end|>\n{opener}"
+
+
+def continued_prefix(protocol: AgentProtocol, opener: str) -> str:
+    """The text every continued turn (:func:`continued_turn`) starts with, up to where the question's
+    text begins; the whole turn's start is derived from that function, so the two never differ.
+    Empty when the user template does not hold the question."""
+    head, found, _ = continued_turn(protocol, _QUESTION_MARK, opener).partition(_QUESTION_MARK)
+    return head if found else ""
+
+
+def prefetch_follow_up(
+    engine: Engine, protocol: AgentProtocol, opener: str, thread: Thread, cancel: threading.Event
+) -> int:
+    """Evaluate ahead what a continued follow-up to ``thread`` will start with; the tokens evaluated.
+
+    For an engine that keeps state (``prefetch_continuation``: the llama engine); 0 for the others
+    and for a thread asked in the carried form.  The follow-up itself is unchanged
+    (:func:`open_follow_up` builds the same prompt): it only finds more of it evaluated.
+    ``cancel`` stops it (a standalone question, another thread, Stop).
+    """
+    prefetch = getattr(engine, "prefetch_continuation", None)
+    if thread.carry or not callable(prefetch):
+        return 0
+    head = continued_prefix(protocol, opener)
+    return int(prefetch(thread.prompt, head, cancel))
 
 
 def carried_question(thread: Thread, question: str) -> str:

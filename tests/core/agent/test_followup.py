@@ -15,7 +15,9 @@ from sqale_desktop.core.agent.followup import (
     Thread,
     ThreadError,
     carried_question,
+    continued_prefix,
     continued_turn,
+    prefetch_follow_up,
     question_budget,
 )
 from sqale_desktop.core.agent.loop import run_episode
@@ -169,3 +171,18 @@ def test_a_damaged_thread_is_refused_with_a_reason(
 def test_an_unanswered_question_is_carried_as_no_answer() -> None:
     thread = Thread("<|im_start|>system\nS<|im_end|>", ("Q?",), (None,))
     assert "SQL: (no answer)" in carried_question(thread, "R?")
+
+
+@pytest.mark.parametrize("question", ["Only the top three?", " leading space", "{braces} and 'quotes'"])
+def test_the_continued_prefix_is_the_start_of_every_continued_turn_up_to_the_question(question: str) -> None:
+    protocol = AgentProtocol()
+    head = continued_prefix(protocol, OPENER)
+    turn = continued_turn(protocol, question, OPENER)
+    assert head.startswith("\n<|im_start|>user\n") and len(head) > len("\n<|im_start|>user\n")
+    assert turn.startswith(head + question)
+
+
+def test_an_engine_that_keeps_no_state_prefetches_nothing() -> None:
+    thread = Thread("<|im_start|>system\nS<|im_end|>", ("Q?",), ("SELECT 1",))
+    engine = ReplayEngine(["x"])
+    assert prefetch_follow_up(engine, AgentProtocol(), OPENER, thread, threading.Event()) == 0

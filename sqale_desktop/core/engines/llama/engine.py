@@ -56,6 +56,11 @@ POLICY_NOTE = thread_policy.apply()
 THREADS_KEPT = 8
 """Finished sessions whose token ids are kept for follow-ups (a 12k-token thread is ~100 kB)."""
 
+# What a follow-up's question may start with, for telling which ids of its turn's fixed start
+# stay the same after it (``LlamaEngine._fixed_ids``): letters, digits, spaces, punctuation,
+# other scripts.
+_CONTINUATIONS = ("a", "A", "1", " ", "  x", "\n", ".", "?", "'s", "(", "\u00e9", "\u4e2d", "\U0001f600")
+
 _log = logging.getLogger(__name__)
 
 
@@ -274,25 +279,79 @@ class LlamaEngine:
         memory that still holds the thread (nothing ran since) evaluates only what is appended.
         """
         with self.entered():
-            known = self._threads.pop(prompt, None)
-            if known is not None:
-                self._threads[prompt] = known  # most recently used
-                return LlamaSession(self, list(known), on_close=self._remember)
-            restored, reason = self._restore_thread(prompt)
-            if restored is not None:
-                return LlamaSession(self, restored, on_close=self._remember)
+            return LlamaSession(self, self._thread_ids(prompt), on_close=self._remember)
+
+    def prefetch_continuation(self, prompt: str, text: str, cancel: threading.Event) -> int:
+        """Evaluate now, ahead of a follow-up, the thread whose text is ``prompt`` followed by the
+        ids of ``text`` that no continuation of it can change; the tokens evaluated.
+
+        ``text`` is the fixed start of the follow-up's turn (``followup.continued_prefix``); the
+        follow-up's session is built exactly as without this call, and memory then holds a prefix
+        of it, so its turn evaluates only the rest (a pure append).  Only ids that tokenizing
+        ``text`` with any continuation gives back are evaluated, and memory marks the thread's
+        state first (``Memory.mark_point``): a history that continues the thread otherwise (another
+        question template, a question starting with a space) restores it instead of evaluating
+        the thread again.  Cancellable between prefill chunks and within one (the abort callback).
+        """
+        with self.entered():
+            ids = self._thread_ids(prompt)
+            fixed = self._fixed_ids(text)
+            if len(ids) + len(fixed) >= self.n_ctx:
+                return 0  # no room for a continued follow-up (it is carried)
+            memory = self.memory
+            stats = EngineStats()
+            target = ids + fixed
+            held = memory.tokens
+            if len(held) < len(ids) - 2 or len(held) > len(target) or target[: len(held)] != held:
+                # memory does not hold the thread (its end, the last sampled ids, is evaluated by the
+                # next turn; another episode ran since, or a relaunch without its saved state): it
+                # is evaluated here, as the follow-up would
+                completed, _ = memory.ensure_evaluated(ids, cancel, stats)
+                if not completed:
+                    return stats.evaluated_tokens
+                held = ids
+            if len(held) <= len(ids):  # (else an earlier prefetch of this thread marked it)
+                memory.mark_point()
+            memory.ensure_evaluated(target, cancel, stats)
+            return stats.evaluated_tokens
+
+    def _fixed_ids(self, text: str) -> list[int]:
+        """The leading ids of ``text`` tokenized that stay the same whatever text follows it (the
+        pre-tokenizer may merge its last characters with what comes next, e.g. a space and a word)."""
+        vocabulary = self.vocabulary
+        ids = vocabulary.tokenize(text)
+        for probe in _CONTINUATIONS:
+            other = vocabulary.tokenize(text + probe)
+            same = 0
+            while same < len(ids) and same < len(other) and ids[same] == other[same]:
+                same += 1
+            del ids[same:]
+        return ids
+
+    def _thread_ids(self, prompt: str) -> list[int]:
+        """The ids of the thread whose text is ``prompt`` (see :meth:`continue_session`): kept,
+        restored with its saved state, or tokenized; kept as the most recently used."""
+        known = self._threads.pop(prompt, None)
+        if known is None:
+            known, reason = self._restore_thread(prompt)
+        if known is None:
             _log.info("follow-up: %s; tokenizing the thread's text, and the model evaluates it again", reason)
             vocabulary = self._loaded().vocabulary
-            start = [vocabulary.bos] if vocabulary.add_bos else []
-            return LlamaSession(self, start + vocabulary.tokenize(prompt), on_close=self._remember)
+            known = ([vocabulary.bos] if vocabulary.add_bos else []) + vocabulary.tokenize(prompt)
+        self._keep(prompt, known)
+        return list(known)
 
-    def _remember(self, prompt: str, history: list[int]) -> None:
-        """Keep a closed session's ids by its text, for a follow-up (bounded, least recent out),
-        and the state memory holds of it in the thread store, for a follow-up after a relaunch."""
+    def _keep(self, prompt: str, history: list[int]) -> None:
+        """Keep ``history`` as the ids of the thread ``prompt`` (bounded, the least recent out)."""
         self._threads.pop(prompt, None)
         self._threads[prompt] = list(history)
         while len(self._threads) > THREADS_KEPT:
             self._threads.pop(next(iter(self._threads)))
+
+    def _remember(self, prompt: str, history: list[int]) -> None:
+        """Keep a closed session's ids by its text, for a follow-up (bounded, least recent out),
+        and the state memory holds of it in the thread store, for a follow-up after a relaunch."""
+        self._keep(prompt, history)
         with self.entered():
             self._save_thread(prompt, history)
 

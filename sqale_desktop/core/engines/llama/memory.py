@@ -123,6 +123,10 @@ class Memory:
         # True while memory holds exactly the cached prefix put there by warm/install_prefix and no
         # history has claimed it yet (the first episode counts it as reused).
         self._prefix_fresh = False
+        # (ids, the sequence state after them): where a follow-up's prefetch started (the thread,
+        # before the fixed start of its next turn), put back when the history evaluated next
+        # continues the thread but not what the prefetch added; dropped when it moves on.
+        self._point: tuple[list[int], Any] | None = None
         self._abort_flag: threading.Event | None = None
         # llama.cpp keeps only the address: the ctypes object must live as long as the context.
         self._abort_cb: Any = lib.ggml_abort_callback(self._should_abort)
@@ -145,8 +149,15 @@ class Memory:
             self._logits_batch.close()
         self._prefix = None
         self._prefix_fresh = False
+        self._point = None
         self._tokens = []
         self.logits_ready = False
+
+    def mark_point(self) -> None:
+        """Keep the state after what memory holds now (one snapshot, replacing the last), so that a
+        history continuing these ids restores it instead of evaluating them again (a prefetch
+        that guessed past them is undone in milliseconds)."""
+        self._point = (self.tokens, self.snapshot()) if self._tokens else None
 
     # -- the cached system turn --------------------------------------------------------------
 
@@ -344,6 +355,9 @@ class Memory:
             raise EngineError(f"the prompt ({len(history)} tokens) exceeds the context ({self.n_ctx} tokens)")
         held = self._tokens
         fresh, self._prefix_fresh = self._prefix_fresh, False
+        point = self._point
+        if point is not None and (len(point[0]) > len(history) or history[: len(point[0])] != point[0]):
+            self._point = point = None  # memory moves on to another history
         if held == history and self.logits_ready:
             return True, 0
         reused = 0
@@ -352,6 +366,8 @@ class Memory:
             self.reset()
         elif fresh and self._prefix is not None and held == self._prefix[0]:
             reused = len(held)  # the warmed (or restored) system turn, not evaluated for this history
+        if not self._tokens and point is not None and point[1] is not None and len(point[0]) < len(history):
+            self.restore(point[1], point[0])  # held as if nothing had been prefetched
         if not self._tokens:
             reused = self._restore_prefix(history)
             if not reused:
