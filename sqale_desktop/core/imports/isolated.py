@@ -176,23 +176,24 @@ def _load_detector() -> None:
 
 # What the readers and the fast paths import or load, most used first: a fork server takes the
 # steps once (while idle), a spare child while it waits for its plan (``core.child.serve``).
-# After them a forked child imports nothing for a CSV, a cp1252 CSV, a workbook or a Parquet file
-# (measured: ``sys.modules`` before and after the work).
+# A child forked after them imports nothing for a CSV, a cp1252 CSV, a workbook or a Parquet
+# file (measured: ``sys.modules`` before and after the work).
 WARM: tuple[child.WarmStep, ...] = (
     "sqale_desktop.core.imports.assembly",
     "sqale_desktop.core.imports.fast_text",
+    "sqale_desktop.core.imports.text",
+    _load_detector,  # a CSV that is not UTF-8 (a spreadsheet's export): before the slow ones
     "pyarrow.csv",
     "pyarrow.compute",
-    "adbc_driver_sqlite.dbapi",
+    "adbc_driver_sqlite.dbapi",  # half a second: it imports pyarrow.dataset
     _load_sqlite_driver,
     "sqale_desktop.core.imports.arrow_writer",
     "sqale_desktop.core.imports.builder",
-    "sqale_desktop.core.imports.text",
     "sqale_desktop.core.imports.fast_typed",
     "pyarrow.parquet",
     "sqale_desktop.core.imports.excel",
     "python_calamine",
-    _load_detector,
+    "encodings.cp437",  # zipfile's names in a workbook
     "sqale_desktop.core.imports.json_source",
     "sqale_desktop.core.imports.typed",
     "sqale_desktop.core.imports.foreign_keys",
