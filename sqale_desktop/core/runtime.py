@@ -195,7 +195,10 @@ class Runtime:
     def prefetch_follow_up(self, engine: Engine, thread: Thread, cancel: threading.Event) -> int:
         """Have ``engine`` evaluate, while the person types, what a follow-up to ``thread`` starts
         with (``core.agent.followup.prefetch_follow_up``), with the protocol and opener an episode
-        on ``engine`` uses; the tokens evaluated (0 where the engine keeps no state)."""
+        on ``engine`` uses; the tokens evaluated (0, touching nothing, where the engine keeps no
+        state: a server, a replay)."""
+        if not callable(getattr(engine, "prefetch_continuation", None)):
+            return 0
         protocol = self.protocol_for(engine)
         opener = protocol.assistant_opener or assistant_opener(engine.chat_template())
         return prefetch_follow_up(engine, protocol, opener, thread, cancel)

@@ -21,6 +21,7 @@ from sqale_desktop.core.engines.synthetic_gguf import TINY_SHAPE, write_qwen35_g
 from sqale_desktop.core.history import History
 from sqale_desktop.core.runtime import Runtime, episode_fn, open_tool_database
 from sqale_desktop.core.settings import Settings
+from sqale_desktop.ui.agent_runner import AgentWorker
 from sqale_desktop.ui.main_window import MainWindow
 from tests.ui.runtimes import scripted
 from tests.ui.test_follow_up import ask_by_keys
@@ -96,3 +97,27 @@ def test_clicking_follow_up_prefetches_and_the_follow_up_evaluates_fewer_tokens(
     assert followed.prompt == reference.prompt  # what was evaluated and generated: the same
     assert tokens >= 20  # the fixed start of the follow-up's turn, evaluated while it was typed
     assert followed.stats.evaluated_tokens == reference.stats.evaluated_tokens - tokens
+
+
+def test_another_thread_a_standalone_question_or_stop_cancels_the_prefetch_its_own_follow_up_waits(
+    qtbot: Any, runtime: Runtime
+) -> None:
+    worker = AgentWorker(runtime)
+    thread = Thread("<|im_start|>system\nS<|im_end|>", ("Q?",), ("SELECT 1",))
+    other = Thread("<|im_start|>system\nT<|im_end|>", ("R?",), ("SELECT 2",))
+    cancel = worker.expect_prefetch(thread)
+    assert cancel is not None
+    worker.cancel_prefetch(thread)  # Enter on the same thread: the follow-up queues behind it
+    assert not cancel.is_set()
+    worker.cancel_prefetch(other)  # a follow-up to another answer
+    assert cancel.is_set()
+    for stop in (
+        lambda: worker.cancel_prefetch(None),  # a standalone question
+        lambda: worker.cancel(1),  # Stop
+        lambda: worker.expect_prefetch(None),  # New question
+        lambda: worker.expect_prefetch(other),  # Follow up on another answer
+    ):
+        cancel = worker.expect_prefetch(thread)
+        assert cancel is not None and not cancel.is_set()
+        stop()
+        assert cancel.is_set()
