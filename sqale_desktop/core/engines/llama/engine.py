@@ -312,7 +312,7 @@ class LlamaEngine:
                 held = ids
             if len(held) <= len(ids):  # (else an earlier prefetch of this thread marked it)
                 memory.mark_point()
-            memory.ensure_evaluated(target, cancel, stats)
+            memory.ensure_evaluated(target, cancel, stats, keep_point=True)
             return stats.evaluated_tokens
 
     def _fixed_ids(self, text: str) -> list[int]:

@@ -125,7 +125,7 @@ class Memory:
         self._prefix_fresh = False
         # (ids, the sequence state after them): where a follow-up's prefetch started (the thread,
         # before the fixed start of its next turn), put back when the history evaluated next
-        # continues the thread but not what the prefetch added; dropped when it moves on.
+        # continues the thread but not what the prefetch added; let go once a history is evaluated.
         self._point: tuple[list[int], Any] | None = None
         self._abort_flag: threading.Event | None = None
         # llama.cpp keeps only the address: the ctypes object must live as long as the context.
@@ -341,7 +341,7 @@ class Memory:
     # -- evaluating a history --------------------------------------------------------------------
 
     def ensure_evaluated(
-        self, history: list[int], cancel: threading.Event, stats: EngineStats
+        self, history: list[int], cancel: threading.Event, stats: EngineStats, *, keep_point: bool = False
     ) -> tuple[bool, int]:
         """Make memory hold exactly ``history`` with its last logits ready.
 
@@ -349,7 +349,9 @@ class Memory:
         system-prompt cache instead of being evaluated.  A pure extension of what memory holds
         evaluates only the new suffix.  Anything else (a new episode, another session) clears
         memory, since the hybrid model's recurrent state cannot be truncated, and evaluates
-        everything except a cached system turn.
+        everything except a cached system turn.  A point (:meth:`mark_point`) that ``history``
+        continues is restored instead; it is let go once a history is evaluated, unless
+        ``keep_point`` (the prefetch that marked it).
         """
         if len(history) > self.n_ctx:
             raise EngineError(f"the prompt ({len(history)} tokens) exceeds the context ({self.n_ctx} tokens)")
@@ -359,6 +361,8 @@ class Memory:
         if point is not None and (len(point[0]) > len(history) or history[: len(point[0])] != point[0]):
             self._point = point = None  # memory moves on to another history
         if held == history and self.logits_ready:
+            if not keep_point:
+                self._point = None
             return True, 0
         reused = 0
         cache_at = 0
@@ -375,9 +379,12 @@ class Memory:
         todo = history[len(self._tokens) :]
         started = time.perf_counter()
         try:
-            return self._prefill(todo, cancel, stats, cache_at), reused
+            completed = self._prefill(todo, cancel, stats, cache_at)
         finally:
             stats.prefill_seconds += time.perf_counter() - started
+        if completed and not keep_point:
+            self._point = None  # (a cancelled follow-up may still need it)
+        return completed, reused
 
     def checkpoint(
         self, history: list[int], cancel: threading.Event, stats: EngineStats
