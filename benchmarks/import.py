@@ -22,8 +22,10 @@ the importers' fork server (``core/child/forks.py``).  The first import of the r
 that server, as the first import of a session in the app or the command line does: its figure
 includes the server's interpreter start and, in its child, the import of Arrow, ADBC and the
 readers (in the app's own process, before the importers moved into children, the first import
-paid those imports too).  The later imports fork from the warm server, which loaded the readers'
-libraries while idle.  ``*_mb_per_cpu_s`` counts this process's CPU and the children's (the
+paid those imports too).  Each later import starts once the server finished loading the
+readers' libraries (``core.child.wait_warm``: a second or two after the first import, idle), as
+when a person opens the next file after a pause, and forks from it; its figures hold neither
+that warm-up's time nor its CPU.  ``*_mb_per_cpu_s`` counts this process's CPU and the children's (the
 server's, its imports included, and the forked children's, each counted once it is reaped).
 
 Prints one line per figure, then ONE JSON object on the last line.
@@ -147,10 +149,15 @@ def cpu_s() -> float:
     return time.process_time() + children_cpu_s()
 
 
-def measure(path: Path, rows: int, label: str) -> dict[str, Any]:
+def measure(path: Path, rows: int, label: str, first: bool = False) -> dict[str, Any]:
+    """Import ``path`` and read its first rows.  Every import but the ``first`` starts once the
+    importers' server finished its warm-up (as after a person's pause between two files)."""
+    from sqale_desktop.core.child import wait_warm
     from sqale_desktop.core.db import open_readonly
-    from sqale_desktop.core.imports import import_source
+    from sqale_desktop.core.imports import import_source, isolated
 
+    if not first and not wait_warm(isolated.MODULE, timeout=120.0):
+        print(f"{label}: the importers' server was not warm (none, or its warm-up took > 120 s)")
     size = path.stat().st_size
     start = time.perf_counter()
     cpu_start = cpu_s()
@@ -206,7 +213,7 @@ def main() -> int:
         out["csv_preview_s"] = round(time.perf_counter() - start, 3)
         assert shown is not None and shown.rows
         print(f"csv_preview_s: {out['csv_preview_s']} ({len(shown.rows)} rows)")
-        out.update(measure(csv_path, rows, "csv"))
+        out.update(measure(csv_path, rows, "csv", first=True))
         from sqale_desktop.core.imports import import_source
 
         start = time.perf_counter()

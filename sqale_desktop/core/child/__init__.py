@@ -34,6 +34,7 @@ from sqale_desktop.core.child.supervise import (
     memory_limit_mb,
     run,
     set_memory_limit_mb,
+    wait_warm,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "run_child",
     "serve",
     "set_memory_limit_mb",
+    "wait_warm",
 ]

@@ -89,6 +89,7 @@ class Server:
             theirs.close()
         self._cond = threading.Condition()
         self._ready = False
+        self._warm = False  # it took every step of its warm-up
         self._gone = False
         self._next_id = 0
         self._forked: dict[int, Forked | None] = {}  # request id -> its child (None: refused)
@@ -111,6 +112,17 @@ class Server:
                 if stopped() or time.monotonic() > until:
                     return False
                 self._cond.wait(0.02)
+        return True
+
+    def wait_warm(self, until: float) -> bool:
+        """Wait until the server took every step of its warm-up; False past ``until`` or once it
+        ended (for a measure of the imports that follow the first one, as when a person opens
+        the next file after a pause)."""
+        with self._cond:
+            while not self._warm:
+                if self._gone or time.monotonic() > until:
+                    return False
+                self._cond.wait(0.05)
         return True
 
     def fork(self, stdin: int, stdout: int, stderr: int, env: dict[str, str], cwd: Path) -> Forked:
@@ -181,6 +193,8 @@ class Server:
             with self._cond:
                 if "ready" in message:
                     self._ready = True
+                elif "warm" in message:
+                    self._warm = True
                 elif "id" in message:
                     # Known here, before the next message (its exit, if it died at once) is read.
                     pid = int(message["pid"])
@@ -297,6 +311,8 @@ def serve_forks(fd: int, warm: Sequence[WarmStep] = ()) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the app's to handle
     _say(sock, {"ready": True})
     pending = list(warm)
+    if not pending:
+        _say(sock, {"warm": True})
     live: set[int] = set()
     closing = False
     while not (closing and not live):
@@ -305,6 +321,8 @@ def serve_forks(fd: int, warm: Sequence[WarmStep] = ()) -> None:
         readable, _, _ = select.select(watched, [], [], 0 if idle else None)
         if not readable and idle:
             warm_up(pending.pop(0))
+            if not pending:
+                _say(sock, {"warm": True})
             continue
         if wake_r in readable:
             with contextlib.suppress(BlockingIOError):

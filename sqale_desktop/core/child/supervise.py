@@ -333,6 +333,11 @@ class _Servers:
             old.end(wait=False)  # it ends once its children did (an import may still run there)
         return server
 
+    def wait_warm(self, module: str, timeout: float) -> bool:
+        with self._lock:
+            server = self._servers.get(module)
+        return server is not None and server.wait_warm(time.monotonic() + timeout)
+
     def cpu_s(self) -> float:
         with self._lock:
             servers = list(self._servers.values())
@@ -381,6 +386,14 @@ def discard_spares() -> None:
     count processes or folders)."""
     _spares.discard()
     _servers.discard()
+
+
+def wait_warm(module: str, timeout: float) -> bool:
+    """Wait until ``module``'s fork server took every step of its warm-up (at most ``timeout``
+    seconds); False where it has none (not started, ended, not Linux) or past the timeout.  For
+    the benchmarks: an import that follows the first one, measured as when a person opens the
+    next file after a pause, not while the server still imports the readers."""
+    return _servers.wait_warm(module, timeout)
 
 
 def children_cpu_s() -> float:

@@ -18,7 +18,8 @@ from sqale_desktop.core.child import forks
 from sqale_desktop.core.imports import import_source
 
 pytestmark = pytest.mark.skipif(not forks.available(), reason="fork servers are Linux's")
-MARK = b"sqale_desktop.core.imports.isolated"
+MODULE = "sqale_desktop.core.imports.isolated"
+MARK = MODULE.encode()
 WAIT_S = 30.0
 
 
@@ -115,10 +116,7 @@ def test_the_importer_server_loads_the_readers_libraries_while_idle(
     child.discard_spares()
     _import(_csv(tmp_path / "a.csv", 100))
     (_pid, server), *_ = forked
-    until = time.monotonic() + WAIT_S
-    while b"duckdb" not in Path(f"/proc/{server}/maps").read_bytes():
-        assert time.monotonic() < until, "the idle server never loaded DuckDB"
-        time.sleep(0.05)
+    assert child.wait_warm(MODULE, WAIT_S), "the idle server never finished its warm-up"
     maps = Path(f"/proc/{server}/maps").read_bytes()
     assert b"calamine" in maps and b"libadbc_driver_sqlite" in maps
     assert os.listdir(f"/proc/{server}/task") == [str(server)]  # and still one thread
