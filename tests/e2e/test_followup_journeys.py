@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 import sqlite3
@@ -359,12 +360,27 @@ def test_a_follow_up_on_another_models_answer_is_refused_after_a_relaunch(
 
 
 @pytest.mark.slow
+def _prefetched_tokens(caplog: pytest.LogCaptureFixture) -> int:
+    """What the prefetch that clicking Follow up started evaluated (the agent thread logs it
+    before it runs the follow-up; 0 where none ran): the first such record since the last clear."""
+    for record in caplog.records:
+        message = record.getMessage()
+        if message.startswith("follow-up prefetched:"):
+            assert "(cancelled)" not in message, message
+            assert isinstance(record.args, tuple)
+            return int(record.args[0])
+    return 0
+
+
 def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_relaunch(
-    launch: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch, chinook: Path
+    launch: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch, chinook: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The real engine path: SmolLM2 registered and chosen in the settings, short budgets (it
     is not a SQL agent; what is checked is the thread, not the answer).  A follow-up evaluates
-    only its new tokens, in the same launch and after a relaunch (the thread's saved state)."""
+    only its new tokens, in the same launch and after a relaunch (the thread's saved state):
+    part of them while the question is typed (the prefetch Follow up starts), the rest at Enter,
+    and together exactly the new tokens, so the thread is never evaluated again."""
+    caplog.set_level(logging.INFO, logger="sqale_desktop.ui.agent_runner")
     from sqale_desktop.core import settings as settings_mod
     from sqale_desktop.core.agent import protocol as protocol_files
     from sqale_desktop.core.agent.protocol import AgentProtocol
@@ -400,7 +416,11 @@ def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_r
     assert second.follow_up == "continued" and second.prompt.startswith(first.prompt)
     assert CONTINUED in seen["card"]
     assert second.stats.thread_tokens == first.stats.prompt_tokens
-    assert second.stats.evaluated_tokens == second.stats.prompt_tokens - second.stats.thread_tokens
+    prefetched = _prefetched_tokens(caplog)
+    assert (
+        prefetched + second.stats.evaluated_tokens == second.stats.prompt_tokens - second.stats.thread_tokens
+    )
+    caplog.clear()
 
     def after_relaunch(window: Any) -> None:
         page = front_page(qtbot, window, "chinook.sqlite", episodes=2)
@@ -411,4 +431,5 @@ def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_r
     third = seen["third"]
     assert third.follow_up == "continued" and third.prompt.startswith(second.prompt)
     assert third.earlier_questions == ["How many artists are there?", "And how many albums?"]
-    assert third.stats.evaluated_tokens == third.stats.prompt_tokens - third.stats.thread_tokens
+    prefetched = _prefetched_tokens(caplog)
+    assert prefetched + third.stats.evaluated_tokens == third.stats.prompt_tokens - third.stats.thread_tokens
