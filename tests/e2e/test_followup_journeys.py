@@ -372,6 +372,16 @@ def _prefetched_tokens(caplog: pytest.LogCaptureFixture) -> int:
     return 0
 
 
+def _assert_only_new_tokens_evaluated(follow_up: Episode, prefetched: int) -> None:
+    """The prefetch and the follow-up together evaluated the follow-up's new tokens, and nothing of
+    the thread again.  The prefetch's guess of the turn's start can end one token into what the
+    question's first characters change (seen once with sampled SmolLM2 threads in CI): that token
+    is evaluated again, so one token over is allowed; the thread again would be all its tokens."""
+    new = follow_up.stats.prompt_tokens - follow_up.stats.thread_tokens
+    assert new <= prefetched + follow_up.stats.evaluated_tokens <= new + 1
+    assert follow_up.stats.thread_tokens > 1
+
+
 def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_relaunch(
     launch: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch, chinook: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -416,10 +426,7 @@ def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_r
     assert second.follow_up == "continued" and second.prompt.startswith(first.prompt)
     assert CONTINUED in seen["card"]
     assert second.stats.thread_tokens == first.stats.prompt_tokens
-    prefetched = _prefetched_tokens(caplog)
-    assert (
-        prefetched + second.stats.evaluated_tokens == second.stats.prompt_tokens - second.stats.thread_tokens
-    )
+    _assert_only_new_tokens_evaluated(second, _prefetched_tokens(caplog))
     caplog.clear()
 
     def after_relaunch(window: Any) -> None:
@@ -431,5 +438,4 @@ def test_smollm2_continues_its_thread_without_evaluating_it_again_also_after_a_r
     third = seen["third"]
     assert third.follow_up == "continued" and third.prompt.startswith(second.prompt)
     assert third.earlier_questions == ["How many artists are there?", "And how many albums?"]
-    prefetched = _prefetched_tokens(caplog)
-    assert prefetched + third.stats.evaluated_tokens == third.stats.prompt_tokens - third.stats.thread_tokens
+    _assert_only_new_tokens_evaluated(third, _prefetched_tokens(caplog))
