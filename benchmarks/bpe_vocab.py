@@ -138,11 +138,10 @@ def tokenizer_writer(vocabulary: Vocabulary) -> Callable[[Any, Qwen35Shape], Non
 def bpe_benchmark_model(quick: bool, vocab_file: Path | None) -> tuple[Path, str]:
     """The Q4_K_M benchmark model (the 2B shape, or ``quick``: the small one) with a real BPE
     vocabulary (``vocab_file``'s, default SmolLM2's), written once into the app's cache folder."""
-    import time
+    from engine import cached_model  # the cache of benchmark models that benchmarks/engine.py writes
 
-    from sqale_desktop.core import paths
     from sqale_desktop.core.engines.qwen35_layout import QWEN35_2B
-    from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE, quantize, write_qwen35_gguf
+    from sqale_desktop.core.engines.synthetic_gguf import SMALL_SHAPE
 
     vocabulary = read_vocabulary(vocab_file or smollm2_gguf())
     shape = QWEN35_2B
@@ -152,17 +151,4 @@ def bpe_benchmark_model(quick: bool, vocab_file: Path | None) -> tuple[Path, str
         needed = -(-(len(vocabulary.tokens) + 64) // 256) * 256
         shape = dataclasses.replace(SMALL_SHAPE, vocab_size=max(SMALL_SHAPE.vocab_size, needed))
     label = f"{'qwen35-small' if quick else 'qwen35-2b-shape'}-{vocabulary.name}"
-    folder = paths.cache_dir() / "bench"
-    target = folder / f"{label}-Q4_K_M.gguf"
-    if not target.exists():
-        started = time.perf_counter()
-        f16 = write_qwen35_gguf(
-            folder / f"{label}-F16.gguf", shape, seed=0, tokenizer=tokenizer_writer(vocabulary)
-        )
-        written = time.perf_counter() - started
-        quantize(f16, target.with_suffix(".tmp"), ftype="Q4_K_M")
-        target.with_suffix(".tmp").rename(target)
-        f16.unlink()
-        quantized = time.perf_counter() - started - written
-        print(f"wrote {target} (F16 {written:.1f} s, then Q4_K_M {quantized:.1f} s)")
-    return target, label
+    return cached_model(label, shape, tokenizer_writer(vocabulary)), label

@@ -45,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,18 +88,26 @@ def benchmark_model(quick: bool, override: Path | None) -> tuple[Path, str]:
         return override, override.name
     shape: Qwen35Shape = SMALL_SHAPE if quick else QWEN35_2B
     label = "qwen35-small" if quick else "qwen35-2b-shape"
+    return cached_model(label, shape), label
+
+
+def cached_model(
+    label: str, shape: Qwen35Shape, tokenizer: Callable[[Any, Qwen35Shape], None] | None = None
+) -> Path:
+    """The random-weight Q4_K_M file ``label`` of ``shape`` (with ``tokenizer``'s vocabulary when
+    given), written once into the app's cache folder; the benchmarks that share a model share it."""
     folder = paths.cache_dir() / "bench"
     target = folder / f"{label}-Q4_K_M.gguf"
     if not target.exists():
         started = time.perf_counter()
-        f16 = write_qwen35_gguf(folder / f"{label}-F16.gguf", shape, seed=0)
+        f16 = write_qwen35_gguf(folder / f"{label}-F16.gguf", shape, seed=0, tokenizer=tokenizer)
         written = time.perf_counter() - started
         quantize(f16, target.with_suffix(".tmp"), ftype="Q4_K_M")
         target.with_suffix(".tmp").rename(target)
         f16.unlink()
         quantized = time.perf_counter() - started - written
         print(f"wrote {target} (F16 {written:.1f} s, then Q4_K_M {quantized:.1f} s)")
-    return target, label
+    return target
 
 
 def engine_episode(
