@@ -22,6 +22,7 @@ from sqale_desktop.core.imports import build_lock, cache, cache_bound, isolated
 from sqale_desktop.core.imports.cache import cache_folder
 from sqale_desktop.core.imports.isolated import ImportCrashed
 from sqale_desktop.core.imports.limits import ImportLimits
+from sqale_desktop.core.imports.plan import ImportPlan
 from sqale_desktop.core.imports.progress import (
     ImportCancelled,
     ImportFailed,
@@ -151,10 +152,11 @@ def _import_source(
     reused, why_again = cache.reusable(folder, db_path, source, members, stats)
     if reused is not None:
         return reused
+    plan = ImportPlan(source, kind, tuple(members), tuple(skipped), folder, db_path, limits)
     hashing = cache.Hashing(members)  # beside the import
     try:
         # every reader of the file runs in a child process: see .isolated
-        result = isolated.build(source, kind, members, skipped, folder, db_path, limits, progress, cancel)
+        result = isolated.build(plan, progress, cancel)
         for entry, digest in zip(stats, hashing.result(), strict=True):
             entry["sha256"] = digest
         same = cache.unchanged(members, stats)

@@ -18,36 +18,25 @@ from pathlib import Path
 
 from sqale_desktop.core.imports import builder as builder_mod
 from sqale_desktop.core.imports import cache_bound, names
-from sqale_desktop.core.imports.limits import ImportLimits
+from sqale_desktop.core.imports.plan import ImportPlan
 from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, Meter, ProgressFn, printable
 from sqale_desktop.core.imports.result import ImportResult, TableSummary
 from sqale_desktop.core.imports.sources import BY_KIND, FOLDER, Step, plural, source_of, stem
 
 
-def build(
-    source: Path,
-    kind: str,
-    members: list[Path],
-    skipped: list[str],
-    folder: Path,
-    db_path: Path,
-    limits: ImportLimits,
-    progress: ProgressFn | None,
-    cancel: threading.Event | None,
-) -> ImportResult:
-    """Import ``source`` (of ``kind``: a :class:`.sources.Source`'s, or ``folder``), whose files are
-    ``members``, into ``folder``'s ``.building`` within ``limits``; ``skipped``: notes on a
-    folder's files passed over when it was listed."""
+def build(plan: ImportPlan, progress: ProgressFn | None, cancel: threading.Event | None) -> ImportResult:
+    """Carry out ``plan``: its source's tables, written into its folder's ``.building``."""
     from sqale_desktop.core.imports import foreign_keys
 
+    source, kind, folder, limits = plan.source, plan.kind, plan.folder, plan.limits
     building = folder / cache_bound.BUILDING
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True, exist_ok=True)
-    target = building / db_path.name
-    meter = Meter(sum(p.stat().st_size for p in members), progress, cancel)
+    target = building / plan.db_path.name
+    meter = Meter(sum(p.stat().st_size for p in plan.members), progress, cancel)
     conn: sqlite3.Connection | None = None
-    notes = list(skipped)
-    files = members if kind == FOLDER else [source]
+    notes = list(plan.skipped)
+    files = plan.members if kind == FOLDER else (source,)
     alone = None if kind == FOLDER else BY_KIND[kind]
     try:
         written = None
@@ -99,7 +88,7 @@ def build(
         )
     else:
         summary = alone.summary(source.name, build.staged)
-    return ImportResult(db_path, source, printable(summary), tables, notes, fks)
+    return ImportResult(plan.db_path, source, printable(summary), tables, notes, fks)
 
 
 def _add_file(step: Step, path: Path, notes: list[str]) -> None:

@@ -25,15 +25,13 @@ the source's SHA-256 (hashed beside the import) and the final rename (``core.imp
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqale_desktop.core import child
-from sqale_desktop.core.imports.limits import ImportLimits
+from sqale_desktop.core.imports.plan import ImportPlan
 from sqale_desktop.core.imports.progress import ImportCancelled, ImportFailed, ImportProgress, ProgressFn
 
 if TYPE_CHECKING:
@@ -50,45 +48,26 @@ class ImportCrashed(ImportFailed):
     the app, is the problem; the message names the file and what happened."""
 
 
-def build(
-    source: Path,
-    kind: str,
-    members: list[Path],
-    skipped: list[str],
-    folder: Path,
-    db_path: Path,
-    limits: ImportLimits,
-    progress: ProgressFn | None,
-    cancel: threading.Event | None,
-) -> ImportResult:
+def build(plan: ImportPlan, progress: ProgressFn | None, cancel: threading.Event | None) -> ImportResult:
     """``core.imports.assembly.build`` in a child: the same :class:`ImportResult`, or the same errors."""
     from sqale_desktop.core.imports import progress as progress_mod
     from sqale_desktop.core.imports.assembly import build as _build
     from sqale_desktop.core.imports.result import TableSummary
 
     if not IN_CHILD:
-        return _build(source, kind, members, skipped, folder, db_path, limits, progress, cancel)
-    plan = {
-        "report_interval_s": progress_mod.REPORT_INTERVAL_S,
-        "source": str(source.absolute()),
-        "kind": kind,
-        "members": [str(m.absolute()) for m in members],
-        "skipped": list(skipped),
-        "folder": str(folder.absolute()),
-        "db_path": str(db_path.absolute()),
-        "limits": dataclasses.asdict(limits),
-    }
+        return _build(plan, progress, cancel)
+    request = {"report_interval_s": progress_mod.REPORT_INTERVAL_S, **plan.to_message()}
 
     def heard(message: child.Message) -> None:
         if message.kind == "progress" and progress is not None:
             progress(ImportProgress(**message.data))
 
+    folder, name = plan.folder, plan.source.name
     folder.mkdir(parents=True, exist_ok=True)
-    name = source.name
     try:
         done = child.run(
             MODULE,
-            plan,
+            request,
             what="the importer",
             cancel=cancel,
             on_message=heard,
@@ -120,8 +99,8 @@ def build(
 
     data = done.data
     return ImportResult(
-        db_path,
-        source,
+        plan.db_path,
+        plan.source,
         str(data["summary"]),
         [TableSummary(**t) for t in data["tables"]],
         list(data["notes"]),
@@ -129,27 +108,17 @@ def build(
     )
 
 
-def _serve(plan: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
+def _serve(request: dict[str, Any], endpoint: child.Endpoint) -> dict[str, Any]:
     from dataclasses import asdict
 
     from sqale_desktop.core.imports import assembly, progress
 
-    progress.REPORT_INTERVAL_S = float(plan.get("report_interval_s", progress.REPORT_INTERVAL_S))
+    progress.REPORT_INTERVAL_S = float(request.get("report_interval_s", progress.REPORT_INTERVAL_S))
 
     def report(p: ImportProgress) -> None:
         endpoint.say("progress", **asdict(p))
 
-    result = assembly.build(
-        Path(plan["source"]),
-        str(plan["kind"]),
-        [Path(m) for m in plan["members"]],
-        [str(n) for n in plan["skipped"]],
-        Path(plan["folder"]),
-        Path(plan["db_path"]),
-        ImportLimits(**plan["limits"]),
-        report,
-        None,  # Stop is the parent's kill
-    )
+    result = assembly.build(ImportPlan.from_message(request), report, None)  # Stop is the parent's kill
     return {
         "summary": result.summary,
         "tables": [asdict(t) for t in result.tables],
