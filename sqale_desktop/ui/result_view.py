@@ -37,14 +37,14 @@ class ResultView(QWidget):
     def show_result(self, ran: Ran) -> ResultTableModel:
         """Show ``ran``'s first page (any filter goes); returns its model, paging on as needed."""
         old, old_proxy = self.model, self.proxy
-        model = ResultTableModel(ran.cursor, ran.first, self, sorted_by=ran.sorted_by)
+        model = ResultTableModel(ran.cursor, ran.first, self, sorted_by=ran.statement.sorted_by)
         proxy = RowFilterProxy(self)
         proxy.setSourceModel(model)
         self.model, self.proxy = model, proxy
         self.grid.setModel(proxy)
         self.filter_bar.attach(proxy, model.columns)
         model.rows_loaded.connect(lambda _n: self.filter_bar.describe())
-        column, order = ran.sorted_by or (-1, Qt.SortOrder.AscendingOrder)
+        column, order = ran.statement.sorted_by or (-1, Qt.SortOrder.AscendingOrder)
         self.grid.horizontalHeader().setSortIndicator(column, order)  # a no-op sort: already in order
         self.grid.fit_columns()
         if old is not None:

@@ -28,7 +28,7 @@ from sqale_desktop.ui.result_model import ResultTableModel
 from sqale_desktop.ui.result_view import ResultView
 from sqale_desktop.ui.row_filter import RowFilterProxy
 from sqale_desktop.ui.sql_editor import SqlEditor
-from sqale_desktop.ui.statement_runner import GRID_ROW_CAP, Failed, Ran, StatementRunner, twin
+from sqale_desktop.ui.statement_runner import GRID_ROW_CAP, Failed, Ran, Statement, StatementRunner, twin
 from sqale_desktop.ui.workers import JobContext, TaskPool
 
 if TYPE_CHECKING:
@@ -192,20 +192,14 @@ class SqlPanel(QWidget):
         text = self.editor.sql().strip()
         if not text:
             return
-        self._start(text, text, by_user)
+        self._start(Statement(text, text, by_user))
 
-    def _start(
-        self,
-        sql: str,
-        shown_sql: str,
-        by_user: bool = False,
-        sorted_by: tuple[int, Qt.SortOrder] | None = None,
-    ) -> None:
+    def _start(self, statement: Statement) -> None:
         self.runner.stop()
-        self._last_sql = shown_sql
+        self._last_sql = statement.shown_sql
         self.result_tab.close_cursor()  # its connection is free for the next statement
         self.message.setText("Running…")
-        self.runner.start(sql, shown_sql, by_user, sorted_by)
+        self.runner.start(statement)
 
     def stop(self) -> None:
         """Cancel the running statement, if any (the Stop button and Esc do this)."""
@@ -241,9 +235,9 @@ class SqlPanel(QWidget):
             self.views.setCurrentWidget(self.chart_tab)
         self._view_changed()
         self.query_finished.emit(model)
-        if ran.by_user:
+        if ran.statement.by_user:
             rows = model.rowCount() if model.complete else None
-            self.user_ran.emit(ran.sql, rows, None, round(seconds * 1000))
+            self.user_ran.emit(ran.statement.shown_sql, rows, None, round(seconds * 1000))
 
     def _describe(self, model: ResultTableModel, seconds: float) -> None:
         rows = model.rowCount()
@@ -263,19 +257,16 @@ class SqlPanel(QWidget):
         else:
             self.message.setText(f"⚠ {failure.text}")
         self.query_failed.emit(failure.text)
-        if failure.by_user:
+        if failure.statement.by_user:
             error = CANCELLED if failure.cancelled else failure.text
-            self.user_ran.emit(failure.sql, None, error, failure.milliseconds)
+            self.user_ran.emit(failure.statement.shown_sql, None, error, failure.milliseconds)
 
     def _resort(self, column: int, order: Qt.SortOrder) -> None:
         """Sort the whole result: re-run the statement wrapped in ORDER BY (column position)."""
         direction = "DESC" if order == Qt.SortOrder.DescendingOrder else "ASC"
         base = self._last_sql.rstrip().rstrip(";")
-        self._start(
-            f"SELECT * FROM ({base}) ORDER BY {column + 1} {direction}",
-            self._last_sql,
-            sorted_by=(column, order),
-        )
+        wrapped = f"SELECT * FROM ({base}) ORDER BY {column + 1} {direction}"
+        self._start(Statement(wrapped, self._last_sql, sorted_by=(column, order)))
 
     # clipboard and export -------------------------------------------------------------------
     def copy_sql(self) -> str:

@@ -33,15 +33,25 @@ def twin(db: ReadOnlyDatabase) -> ReadOnlyDatabase:
 
 
 @dataclass(frozen=True)
+class Statement:
+    """One statement to run: what runs (``sql``) and what the person wrote (``shown_sql``; a
+    re-sort runs it wrapped in ORDER BY), whether the person ran it (``by_user``) and the order
+    the rows come in (``sorted_by``, a re-sort's)."""
+
+    sql: str
+    shown_sql: str
+    by_user: bool = False
+    sorted_by: tuple[int, Qt.SortOrder] | None = None
+
+
+@dataclass(frozen=True)
 class Ran:
     """A statement that returned its first page."""
 
-    sql: str  # as the user wrote it (a re-sort runs it wrapped in ORDER BY)
+    statement: Statement
     cursor: QueryCursor
     first: list[Any]
     seconds: float  # in the database: the statement and its first page
-    by_user: bool
-    sorted_by: tuple[int, Qt.SortOrder] | None
     started: float = 0.0  # time.perf_counter() when Run was pressed
 
     def elapsed(self) -> float:
@@ -54,9 +64,8 @@ class Ran:
 class Failed:
     """A statement that failed, or that Stop cancelled (``cancelled``)."""
 
-    sql: str
+    statement: Statement
     text: str
-    by_user: bool
     cancelled: bool
     milliseconds: int
 
@@ -86,14 +95,8 @@ class StatementRunner(QObject):
     def running(self) -> bool:
         return self._job is not None
 
-    def start(
-        self,
-        sql: str,
-        shown_sql: str,
-        by_user: bool = False,
-        sorted_by: tuple[int, Qt.SortOrder] | None = None,
-    ) -> None:
-        """Run ``sql`` (``shown_sql`` is what the user wrote), cancelling the one running."""
+    def start(self, statement: Statement) -> None:
+        """Run ``statement``, cancelling the one running."""
         self.stop()
         self._generation += 1
         generation = self._generation
@@ -103,7 +106,7 @@ class StatementRunner(QObject):
         def job(ctx: JobContext) -> tuple[QueryCursor, list[Any], float]:
             ctx.on_cancel(db.interrupt)  # the watchdog's backstop; the flag below is what Stop sets
             begun = time.perf_counter()
-            cursor = db.cursor(sql, max_rows=GRID_ROW_CAP, cancel=ctx.cancel)
+            cursor = db.cursor(statement.sql, max_rows=GRID_ROW_CAP, cancel=ctx.cancel)
             first = cursor.fetch_page(PAGE_SIZE, cancel=ctx.cancel)
             return cursor, first, time.perf_counter() - begun
 
@@ -113,7 +116,7 @@ class StatementRunner(QObject):
                 cursor.close()
                 return
             self._ended()
-            self.finished.emit(Ran(shown_sql, cursor, first, seconds, by_user, sorted_by, started))
+            self.finished.emit(Ran(statement, cursor, first, seconds, started))
 
         def failed(exc: BaseException) -> None:
             if generation != self._generation:
@@ -122,7 +125,7 @@ class StatementRunner(QObject):
             elapsed = round((time.perf_counter() - started) * 1000)
             text = str(exc) or type(exc).__name__
             cancelled = isinstance(exc, QueryInterrupted)
-            self.failed.emit(Failed(shown_sql, text, by_user, cancelled, elapsed))
+            self.failed.emit(Failed(statement, text, cancelled, elapsed))
 
         self._job = self.pool.start(job, finished=done, failed=failed)
         self._jobs.append(self._job)
