@@ -108,6 +108,24 @@ class EngineSession(Protocol):
     def close(self) -> None: ...
 
 
+class SessionFacts:
+    """What every session keeps the same way for :class:`EngineSession`: its token accounting
+    (``stats``) and why its last ``generate`` ended (``last_finish_reason``: "stop" before any,
+    set by the subclass as ``_finish``)."""
+
+    def __init__(self, stats: EngineStats) -> None:
+        self._stats = stats
+        self._finish: FinishReason = "stop"
+
+    @property
+    def stats(self) -> EngineStats:
+        return self._stats
+
+    @property
+    def last_finish_reason(self) -> FinishReason:
+        return self._finish
+
+
 class Engine(Protocol):
     """Something that can open sessions.  Long-lived: one loaded model serves many episodes."""
 

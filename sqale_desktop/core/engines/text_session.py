@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sqale_desktop.core.engines.base import END_OF_TURN, EngineStats, FinishReason, valid_text
+from sqale_desktop.core.engines.base import END_OF_TURN, EngineStats, SessionFacts, valid_text
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 
@@ -20,7 +20,7 @@ def count_tokens(text: str) -> int:
     return sum(1 for _ in TOKEN_PATTERN.finditer(text))
 
 
-class TextPromptSession:
+class TextPromptSession(SessionFacts):
     """The text-prompt half of ``base.EngineSession``; subclasses add ``generate`` and ``close``.
 
     ``evaluates_appends`` says whether appended text counts as evaluated by this engine (replay
@@ -30,9 +30,8 @@ class TextPromptSession:
     def __init__(self, prompt: str, *, evaluates_appends: bool, cached: bool = False) -> None:
         """``cached``: the prompt is a finished session's, still held (counted, not evaluated)."""
         prompt = valid_text(prompt)
+        super().__init__(EngineStats())
         self._parts = [prompt]
-        self._stats = EngineStats()
-        self._finish: FinishReason = "stop"
         self._evaluates_appends = evaluates_appends and not cached
         self._count(prompt)
         self._evaluates_appends = evaluates_appends
@@ -40,14 +39,6 @@ class TextPromptSession:
     @property
     def prompt_text(self) -> str:
         return "".join(self._parts)
-
-    @property
-    def stats(self) -> EngineStats:
-        return self._stats
-
-    @property
-    def last_finish_reason(self) -> FinishReason:
-        return self._finish
 
     def append(self, text: str) -> None:
         text = valid_text(text)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from sqale_desktop.core.engine_options import Speculation
-from sqale_desktop.core.engines.base import EngineError, EngineStats, FinishReason, SamplingParams
+from sqale_desktop.core.engines.base import EngineError, EngineStats, SamplingParams, SessionFacts
 from sqale_desktop.core.engines.llama.llama_sampler import SamplerChain
 from sqale_desktop.core.engines.llama.loading import Vocabulary
 from sqale_desktop.core.engines.llama.memory import Checkpoint, Memory
@@ -47,7 +47,7 @@ class SessionEngine(Protocol):
     def sampler(self, params: SamplingParams) -> SamplerChain: ...
 
 
-class LlamaSession:
+class LlamaSession(SessionFacts):
     """One episode as token ids inside a ``LlamaEngine``.  Implements ``base.EngineSession``.
 
     The last sampled token (the end-of-turn token, or the last one before a length/cancel stop)
@@ -64,13 +64,12 @@ class LlamaSession:
     ) -> None:
         """``on_close(prompt_text, history)`` hears the finished session (the engine keeps its ids
         for a follow-up)."""
+        super().__init__(EngineStats(prompt_tokens=len(history)))
         self._engine = engine
         self._on_close = on_close
         self.history: list[int] = history
         vocabulary = engine.vocabulary
         self._pieces: list[bytes] = [vocabulary.piece(t) for t in history]
-        self._stats = EngineStats(prompt_tokens=len(history))
-        self._finish: FinishReason = "stop"
         # Tokens restored from the engine's system-prompt cache rather than evaluated.
         self.reused_tokens = 0
         self._sampled_last = False
@@ -80,14 +79,6 @@ class LlamaSession:
     @property
     def prompt_text(self) -> str:
         return b"".join(self._pieces).decode("utf-8", errors="replace")
-
-    @property
-    def stats(self) -> EngineStats:
-        return self._stats
-
-    @property
-    def last_finish_reason(self) -> FinishReason:
-        return self._finish
 
     def _push(self, tokens: list[int]) -> None:
         self.history.extend(tokens)
