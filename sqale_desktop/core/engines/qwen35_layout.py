@@ -134,11 +134,9 @@ QWEN35_2B = Qwen35Shape(
 
 
 def metadata(shape: Qwen35Shape) -> dict[str, Any]:
-    """The architecture's GGUF key/value pairs (tokenizer keys excluded), keyed by their full names.
-
-    Integers must be written as uint32 and floats as float32, as ``gguf.GGUFWriter``'s ``add_*``
-    helpers do; ``apply_metadata`` writes them that way.
-    """
+    """The architecture's GGUF key/value pairs (tokenizer keys excluded), keyed by their full names,
+    in the order they are written: integers (written as uint32), floats (float32) and the rope
+    sections (an array), the types llama.cpp reads these keys as (:func:`apply_metadata`)."""
     a = ARCH
     return {
         f"{a}.block_count": shape.num_hidden_layers,
@@ -149,8 +147,8 @@ def metadata(shape: Qwen35Shape) -> dict[str, Any]:
         f"{a}.attention.head_count_kv": shape.num_key_value_heads,
         f"{a}.attention.key_length": shape.head_dim,
         f"{a}.attention.value_length": shape.head_dim,
-        f"{a}.attention.layer_norm_rms_epsilon": shape.rms_norm_eps,
-        f"{a}.rope.freq_base": shape.rope_theta,
+        f"{a}.attention.layer_norm_rms_epsilon": float(shape.rms_norm_eps),
+        f"{a}.rope.freq_base": float(shape.rope_theta),
         f"{a}.rope.dimension_count": shape.rope_dimension_count,
         f"{a}.rope.dimension_sections": list(shape.mrope_section),
         f"{a}.ssm.conv_kernel": shape.linear_conv_kernel_dim,
@@ -163,34 +161,24 @@ def metadata(shape: Qwen35Shape) -> dict[str, Any]:
 
 
 def apply_metadata(writer: Any, shape: Qwen35Shape, *, block_count: int | None = None) -> None:
-    """Write the pairs :func:`metadata` lists through a ``gguf.GGUFWriter`` made with ``arch="qwen35"``.
-
-    The writer's typed ``add_*`` helpers are called one by one rather than looping over
-    ``metadata(shape)``, because they pick each value's GGUF type (uint32, float32, arrays); the two
-    lists are kept in step by tests/core/engines/test_qwen35_layout.py.
+    """Write the pairs :func:`metadata` lists through a ``gguf.GGUFWriter`` made with ``arch="qwen35"``,
+    each with the GGUF type the writer's typed ``add_*`` helpers give that key: an integer as uint32,
+    a float as float32, the sections as an array.  The pairs are listed once, there: calling the
+    helpers one by one would list them a second time, to be kept in step by hand.
 
     ``block_count`` overrides the trunk's layer count when the file carries more blocks (the
     converter appends the multi-token-prediction block after the trunk).
     """
-    w = writer
-    w.add_block_count(shape.num_hidden_layers if block_count is None else block_count)
-    w.add_context_length(shape.max_position_embeddings)
-    w.add_embedding_length(shape.hidden_size)
-    w.add_feed_forward_length(shape.intermediate_size)
-    w.add_head_count(shape.num_attention_heads)
-    w.add_head_count_kv(shape.num_key_value_heads)
-    w.add_key_length(shape.head_dim)
-    w.add_value_length(shape.head_dim)
-    w.add_layer_norm_rms_eps(shape.rms_norm_eps)
-    w.add_rope_freq_base(shape.rope_theta)
-    w.add_rope_dimension_count(shape.rope_dimension_count)
-    w.add_rope_dimension_sections(list(shape.mrope_section))
-    w.add_ssm_conv_kernel(shape.linear_conv_kernel_dim)
-    w.add_ssm_state_size(shape.linear_key_head_dim)
-    w.add_ssm_group_count(shape.linear_num_key_heads)
-    w.add_ssm_time_step_rank(shape.linear_num_value_heads)
-    w.add_ssm_inner_size(shape.linear_value_dim)
-    w.add_full_attention_interval(shape.full_attention_interval)
+    pairs = metadata(shape)
+    if block_count is not None:
+        pairs[f"{ARCH}.block_count"] = block_count
+    for key, value in pairs.items():
+        if isinstance(value, list):
+            writer.add_array(key, value)
+        elif isinstance(value, float):
+            writer.add_float32(key, value)
+        else:
+            writer.add_uint32(key, value)
 
 
 @dataclass(frozen=True)
