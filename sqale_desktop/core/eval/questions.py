@@ -19,7 +19,7 @@ questions) is still usable, and the skipped count says how much of it was measur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,23 +128,16 @@ def _plain(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
 
 
 def _spider(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
-    root = path.parent / "database"
-    questions = []
-    for index, rec in enumerate(records):
-        _require(rec, ("db_id", "question", "query"), path, index)
-        db_id = str(rec["db_id"])
-        db_path = database_file(root, db_id)
-        questions.append(EvalQuestion(index, db_id, db_path, str(rec["question"]), str(rec["query"])))
+    questions = [
+        EvalQuestion(index, db_id, db_path, str(rec["question"]), str(rec["query"]))
+        for index, rec, db_id, db_path in _by_db_id(path, records, "database", "query")
+    ]
     return _finish(QuestionSet(str(path), "spider", questions))
 
 
 def _bird(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
-    root = path.parent / "dev_databases"
     questions = []
-    for index, rec in enumerate(records):
-        _require(rec, ("db_id", "question", "SQL"), path, index)
-        db_id = str(rec["db_id"])
-        db_path = database_file(root, db_id)
+    for index, rec, db_id, db_path in _by_db_id(path, records, "dev_databases", "SQL"):
         evidence = str(rec.get("evidence") or "").strip()
         text = str(rec["question"])
         if evidence:
@@ -153,6 +146,19 @@ def _bird(path: Path, records: Sequence[dict[str, Any]]) -> QuestionSet:
         qid = rec.get("question_id", index)
         questions.append(EvalQuestion(qid, db_id, db_path, text, str(rec["SQL"]), extra))
     return _finish(QuestionSet(str(path), "bird", questions, phrasing=BIRD_PHRASING))
+
+
+def _by_db_id(
+    path: Path, records: Sequence[dict[str, Any]], folder: str, sql_key: str
+) -> Iterator[tuple[int, dict[str, Any], str, Path]]:
+    """Spider's layout, BIRD's too: each record names its database by ``db_id``, whose file lies in
+    the ``folder`` beside ``path``; yields each record's position, the record (checked for the
+    database, the question and ``sql_key``), its ``db_id`` and its database's path."""
+    root = path.parent / folder
+    for index, rec in enumerate(records):
+        _require(rec, ("db_id", "question", sql_key), path, index)
+        db_id = str(rec["db_id"])
+        yield index, rec, db_id, database_file(root, db_id)
 
 
 def _finish(qset: QuestionSet) -> QuestionSet:
