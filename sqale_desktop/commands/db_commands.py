@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from sqale_desktop.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_db_argument
 from sqale_desktop.core.db import DatabaseError, QueryResult, open_readonly, render_cell
 from sqale_desktop.core.db.connection import DEFAULT_TIME_LIMIT_S
-from sqale_desktop.core.export_formats import json_text, write_rows
+from sqale_desktop.core.export_formats import TextLayout, json_text, write_rows
 from sqale_desktop.core.tools import TOOL_NAMES, ToolBox
 
 
@@ -140,17 +140,17 @@ def write_table(result: QueryResult, out: TextIO) -> None:
 
 def write_csv(result: QueryResult, out: TextIO) -> None:
     """CSV as the window exports it (``core.export_formats``): NULL an empty field, BLOBs ``X'01FF'``."""
-    write_rows(out, result.columns, result.rows, "csv", newline="\n")
+    write_rows(out, result.columns, result.rows, TextLayout("csv", newline="\n"))
 
 
 def write_tsv(result: QueryResult, out: TextIO) -> None:
     """TSV as the window exports and copies it."""
-    write_rows(out, result.columns, result.rows, "tsv", newline="\n")
+    write_rows(out, result.columns, result.rows, TextLayout("tsv", newline="\n"))
 
 
 def write_markdown(result: QueryResult, out: TextIO) -> None:
     """A Markdown table as the window's "Copy as Markdown table"."""
-    write_rows(out, result.columns, result.rows, "markdown", newline="\n")
+    write_rows(out, result.columns, result.rows, TextLayout("markdown", newline="\n"))
 
 
 def write_json(result: QueryResult, out: TextIO) -> None:

@@ -50,6 +50,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 TextFormat = Literal["tsv", "csv", "json", "markdown"]
@@ -167,30 +168,42 @@ def _numeric_columns(rows: Sequence[Sequence[Any]], width: int) -> list[bool]:
     return numeric
 
 
+@dataclass(frozen=True)
+class TextLayout:
+    """How rows are written as text: each surface (the export dialog, Copy / "Copy as …", the
+    ``query`` command) decides it once and hands it to :func:`write_rows` or :func:`format_rows`,
+    which read it alike, so a surface's bytes differ only where its layout does.
+
+    ``header``: CSV and TSV start with a record of the column names (JSON and Markdown always name
+    the columns); ``newline`` ends every line (the platform's when None); ``sanitize_formulas``: CSV
+    and TSV text cells that a spreadsheet would run get a leading ``'`` (see the module docstring;
+    the other formats are never run, so they are left alone).
+    """
+
+    fmt: TextFormat
+    header: bool = True
+    newline: str | None = None
+    sanitize_formulas: bool = False
+
+    @property
+    def line_end(self) -> str:
+        return platform_newline() if self.newline is None else self.newline
+
+
 def write_rows(
-    out: TextSink,
-    columns: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    fmt: TextFormat,
-    *,
-    header: bool = True,
-    newline: str | None = None,
-    sanitize_formulas: bool = False,
+    out: TextSink, columns: Sequence[str], rows: Iterable[Sequence[Any]], layout: TextLayout
 ) -> int:
-    """Write ``rows`` to ``out`` in ``fmt``, row by row; returns the number of rows written.
+    """Write ``rows`` to ``out`` as ``layout`` says, row by row; returns the number of rows written.
 
-    Every line ends with ``newline`` (the platform's by default), the last one included.
-    ``sanitize_formulas``: CSV and TSV text cells that a spreadsheet would run get a leading
-    ``'`` (see the module docstring); the other formats are never run, so they are left alone.
+    Every line ends with the layout's line ending, the last one included.
 
-    - tsv / csv: a header record when ``header``, then one record a row.
-    - json: an array of objects keyed by column name, one object a line (JSON and Markdown always
-      name the columns); ``[]`` for no rows.
+    - tsv / csv: a header record when the layout asks for one, then one record a row.
+    - json: an array of objects keyed by column name, one object a line; ``[]`` for no rows.
     - markdown: a GitHub-flavoured table; numeric columns right-aligned (so this format reads
       every row before writing), NULL written as NULL, ``|`` escaped and line breaks (CR, LF,
       CRLF) as ``<br>``.
     """
-    end = platform_newline() if newline is None else newline
+    fmt, end, sanitize = layout.fmt, layout.line_end, layout.sanitize_formulas
     count = 0
     if fmt == "json":
         out.write("[")
@@ -208,28 +221,20 @@ def write_rows(
             out.write("| " + " | ".join(_markdown_cell(v) for v in row) + " |" + end)
         return len(table)
     records = _Records("\t" if fmt == "tsv" else ",")
-    if header:
-        out.write(records.line([_csv_cell(c, sanitize_formulas) for c in columns]) + end)
+    if layout.header:
+        out.write(records.line([_csv_cell(c, sanitize) for c in columns]) + end)
     for row in rows:
-        out.write(records.line([_csv_cell(v, sanitize_formulas) for v in row]) + end)
+        out.write(records.line([_csv_cell(v, sanitize) for v in row]) + end)
         count += 1
     return count
 
 
-def format_rows(
-    columns: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    fmt: TextFormat,
-    *,
-    header: bool = True,
-    newline: str | None = None,
-    sanitize_formulas: bool = False,
-) -> str:
-    """``rows`` as one text in ``fmt``, for the clipboard: ``write_rows``'s bytes without the line
-    ending after the last line (as spreadsheets copy)."""
-    end = platform_newline() if newline is None else newline
+def format_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], layout: TextLayout) -> str:
+    """``rows`` as one text laid out as ``layout`` says, for the clipboard: ``write_rows``'s bytes
+    without the line ending after the last line (as spreadsheets copy)."""
+    end = layout.line_end
     buffer = io.StringIO()
-    write_rows(buffer, columns, rows, fmt, header=header, newline=end, sanitize_formulas=sanitize_formulas)
+    write_rows(buffer, columns, rows, layout)
     text = buffer.getvalue()
     return text[: -len(end)] if text.endswith(end) else text
 

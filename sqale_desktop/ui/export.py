@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqale_desktop.core import settings
-from sqale_desktop.core.export_formats import write_rows
+from sqale_desktop.core.export_formats import TextLayout, write_rows
 
 ExportFormat = Literal["csv", "tsv", "json"]
 
@@ -59,14 +59,8 @@ def export_rows(
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            count = write_rows(
-                handle,
-                columns,
-                _watched(rows, cancel),
-                fmt,
-                newline=newline,
-                sanitize_formulas=sanitize_formulas,
-            )
+            layout = TextLayout(fmt, newline=newline, sanitize_formulas=sanitize_formulas)
+            count = write_rows(handle, columns, _watched(rows, cancel), layout)
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QHelpEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QTableView, QToolTip, QWidget
 
-from sqale_desktop.core.export_formats import TextFormat, column_values, format_rows
+from sqale_desktop.core.export_formats import TextFormat, TextLayout, column_values, format_rows
 from sqale_desktop.ui.result_model import ResultTableModel, display_value
 from sqale_desktop.ui.row_filter import RowFilterProxy
 
@@ -212,7 +212,7 @@ class ResultGrid(QTableView):
             columns, rows = model.selection(indexes)
         else:
             columns, rows = model.columns, self.shown_rows()
-        return self._put(format_rows(columns, rows, fmt, header=header))
+        return self._put(format_rows(columns, rows, TextLayout(fmt, header=header)))
 
     def copy_column(self, column: int) -> str:
         """The values of ``column`` in every row shown, one a line."""

@@ -19,7 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from sqale_desktop.core.db.render import render_cell
-from sqale_desktop.core.export_formats import cell_text, format_rows
+from sqale_desktop.core.export_formats import TextLayout, cell_text, format_rows
 
 PAGE_SIZE = 500
 ELIDE_AT = 200
@@ -223,4 +223,4 @@ class ResultTableModel(ReadOnlyTableModel):
         if not indexes:
             return ""
         columns, rows = self.selection(indexes)
-        return format_rows(columns, rows, "tsv", header=with_header)
+        return format_rows(columns, rows, TextLayout("tsv", header=with_header))

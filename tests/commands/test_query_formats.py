@@ -16,7 +16,7 @@ import pytest
 
 from sqale_desktop.cli import main
 from sqale_desktop.core.db import open_readonly
-from sqale_desktop.core.export_formats import format_rows
+from sqale_desktop.core.export_formats import TextLayout, format_rows
 from sqale_desktop.ui.export import export_rows
 from tests.awkward_result import COLUMNS, QUERY, make_database
 
@@ -48,7 +48,7 @@ def test_query_prints_the_bytes_of_the_file_export_and_the_clipboard(
     target = tmp_path / f"out.{fmt}"
     export_rows(target, COLUMNS, iter(rows), fmt, newline="\n")  # type: ignore[arg-type]
     exported = target.read_bytes().decode("utf-8")
-    clipboard = format_rows(COLUMNS, rows, fmt, newline="\n")  # type: ignore[arg-type]
+    clipboard = format_rows(COLUMNS, rows, TextLayout(fmt, newline="\n"))  # type: ignore[arg-type]
     assert exported == clipboard + "\n"
     if fmt != "json":
         assert out == exported
@@ -94,7 +94,7 @@ def test_query_markdown_is_the_grids_copy_as_markdown(
     out = _query(capsys, awkward, "markdown")
     with open_readonly(awkward) as db:
         rows = db.execute(QUERY).rows
-    assert out == format_rows(COLUMNS, rows, "markdown", newline="\n") + "\n"
+    assert out == format_rows(COLUMNS, rows, TextLayout("markdown", newline="\n")) + "\n"
     lines = out.split("\n")
     assert lines[1] == "| ---: | --- | ---: | --- |"
     assert lines[5] == "| 0 | cr<br>lf and lone<br>cr | inf | X'41' |"

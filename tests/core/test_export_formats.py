@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sqale_desktop.core import export_formats
 from sqale_desktop.core.export_formats import (
+    TextLayout,
     cell_text,
     column_values,
     format_rows,
@@ -36,7 +37,7 @@ def test_line_endings_follow_the_platform() -> None:
 def test_csv_and_tsv_read_back_with_either_line_ending() -> None:
     for fmt, delimiter in (("csv", ","), ("tsv", "\t")):
         for newline in ("\n", "\r\n"):
-            text = format_rows(COLUMNS, ROWS, fmt, newline=newline)  # type: ignore[arg-type]
+            text = format_rows(COLUMNS, ROWS, TextLayout(fmt, newline=newline))  # type: ignore[arg-type]
             assert not text.endswith(newline)
             back = list(csv.reader(io.StringIO(text + newline, newline=""), delimiter=delimiter))
             assert back == [
@@ -50,11 +51,14 @@ def test_csv_and_tsv_read_back_with_either_line_ending() -> None:
 
 
 def test_without_header_and_lf_is_what_linux_pastes() -> None:
-    assert format_rows(["a", "b"], [(1, None), (2, "x")], "tsv", header=False, newline="\n") == "1\t\n2\tx"
+    assert (
+        format_rows(["a", "b"], [(1, None), (2, "x")], TextLayout("tsv", header=False, newline="\n"))
+        == "1\t\n2\tx"
+    )
 
 
 def test_json_names_the_columns_and_keeps_types() -> None:
-    records = json.loads(format_rows(COLUMNS, ROWS, "json", newline="\n"))
+    records = json.loads(format_rows(COLUMNS, ROWS, TextLayout("json", newline="\n")))
     assert records[0] == {"id": 1, "name": "a,b\tc", "blob": None}
     assert records[1]["blob"] == "X'01FF'"  # issue 11: one BLOB spelling, JSON included
     assert records[2]["blob"] == 2.5
@@ -62,7 +66,7 @@ def test_json_names_the_columns_and_keeps_types() -> None:
 
 def test_markdown_table_escapes_pipes_and_breaks_and_aligns_numbers() -> None:
     text = format_rows(
-        ["n", "label"], [(1, "a|b"), (22, "two\nlines"), (None, None)], "markdown", newline="\n"
+        ["n", "label"], [(1, "a|b"), (22, "two\nlines"), (None, None)], TextLayout("markdown", newline="\n")
     )
     assert text.split("\n") == [
         "| n | label |",
@@ -118,7 +122,7 @@ def test_one_rule_for_null_blob_and_floats_in_every_format() -> None:
 
 
 def test_json_is_strict_and_keeps_the_rules() -> None:
-    text = format_rows(AWKWARD_COLUMNS, AWKWARD_ROWS, "json", newline="\n")
+    text = format_rows(AWKWARD_COLUMNS, AWKWARD_ROWS, TextLayout("json", newline="\n"))
     records = strict_loads(text)
     assert isinstance(records, list)
     assert records[0] == {"n": 1, "na,me": "a,b\tc", 'q"t': 'say "hi"', "blob": "X'00FF10'"}
@@ -137,7 +141,7 @@ def test_a_value_that_slips_past_the_rule_raises_instead_of_writing_infinity(
     encoder must refuse, not write ``Infinity``."""
     monkeypatch.setattr(export_formats, "json_value", lambda value: value)
     with pytest.raises(ValueError, match="not JSON compliant"):
-        format_rows(["x"], [(math.inf,)], "json")
+        format_rows(["x"], [(math.inf,)], TextLayout("json"))
     monkeypatch.setattr(export_formats, "json_safe", lambda value: value)
     with pytest.raises(ValueError, match="not JSON compliant"):
         json_text([math.nan])
@@ -152,20 +156,20 @@ def test_json_safe_walks_an_episode_shaped_document() -> None:
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_the_clipboard_text_is_the_stream_without_its_last_line_ending(fmt: str, newline: str) -> None:
     stream = io.StringIO()
-    count = write_rows(stream, AWKWARD_COLUMNS, iter(AWKWARD_ROWS), fmt, newline=newline)  # type: ignore[arg-type]
+    count = write_rows(stream, AWKWARD_COLUMNS, iter(AWKWARD_ROWS), TextLayout(fmt, newline=newline))  # type: ignore[arg-type]
     assert count == len(AWKWARD_ROWS)
-    clipboard = format_rows(AWKWARD_COLUMNS, AWKWARD_ROWS, fmt, newline=newline)  # type: ignore[arg-type]
+    clipboard = format_rows(AWKWARD_COLUMNS, AWKWARD_ROWS, TextLayout(fmt, newline=newline))  # type: ignore[arg-type]
     assert stream.getvalue() == clipboard + newline
 
 
 def test_no_rows() -> None:
-    assert format_rows(["a"], [], "json") == "[]"
-    assert format_rows(["a"], [], "csv") == "a"
-    assert format_rows(["a"], [], "tsv", header=False) == ""
+    assert format_rows(["a"], [], TextLayout("json")) == "[]"
+    assert format_rows(["a"], [], TextLayout("csv")) == "a"
+    assert format_rows(["a"], [], TextLayout("tsv", header=False)) == ""
 
 
 def test_markdown_and_column_values_keep_a_lone_cr_off_the_line_structure() -> None:
-    text = format_rows(["a"], [("x\ry",)], "markdown", newline="\n")
+    text = format_rows(["a"], [("x\ry",)], TextLayout("markdown", newline="\n"))
     assert text.split("\n")[2] == "| x<br>y |"
     assert column_values([("x\ry",), ("a\r\nb",)], 0, newline="\n") == "x y\na b"
 
@@ -174,9 +178,9 @@ def test_markdown_and_column_values_keep_a_lone_cr_off_the_line_structure() -> N
 @settings(max_examples=80, deadline=None)
 def test_floats_round_trip_exactly_through_csv_and_json(values: list[float]) -> None:
     rows = [(v,) for v in values]
-    back = list(csv.reader(io.StringIO(format_rows(["x"], rows, "csv", newline="\n") + "\n")))
+    back = list(csv.reader(io.StringIO(format_rows(["x"], rows, TextLayout("csv", newline="\n")) + "\n")))
     assert [float(r[0]) for r in back[1:]] == values
-    records = strict_loads(format_rows(["x"], rows, "json"))
+    records = strict_loads(format_rows(["x"], rows, TextLayout("json")))
     assert isinstance(records, list)
     assert [r["x"] for r in records] == values
 
@@ -187,10 +191,10 @@ FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(1)", "\t=1", "\r
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
 def test_formulas_are_sanitized_only_when_asked(fmt: str) -> None:
     rows = [(text, -1, 2.5) for text in FORMULAS] + [("plain", None, b"=")]
-    kept = format_rows(["=cmd", "n", "x"], rows, fmt, newline="\n")  # type: ignore[arg-type]
+    kept = format_rows(["=cmd", "n", "x"], rows, TextLayout(fmt, newline="\n"))  # type: ignore[arg-type]
     read = list(csv.reader(io.StringIO(kept), delimiter="," if fmt == "csv" else "\t"))
     assert [r[0] for r in read[1:-1]] == FORMULAS  # off by default: the data round-trips
-    safe = format_rows(["=cmd", "n", "x"], rows, fmt, newline="\n", sanitize_formulas=True)  # type: ignore[arg-type]
+    safe = format_rows(["=cmd", "n", "x"], rows, TextLayout(fmt, newline="\n", sanitize_formulas=True))  # type: ignore[arg-type]
     read = list(csv.reader(io.StringIO(safe), delimiter="," if fmt == "csv" else "\t"))
     assert read[0] == ["'=cmd", "n", "x"]
     assert [r[0] for r in read[1:-1]] == ["'" + text for text in FORMULAS]
@@ -200,4 +204,7 @@ def test_formulas_are_sanitized_only_when_asked(fmt: str) -> None:
 
 def test_json_and_markdown_are_not_sanitized() -> None:
     rows = [("=1+1",)]
-    assert format_rows(["c"], rows, "json", newline="\n", sanitize_formulas=True) == '[\n  {"c": "=1+1"}\n]'
+    assert (
+        format_rows(["c"], rows, TextLayout("json", newline="\n", sanitize_formulas=True))
+        == '[\n  {"c": "=1+1"}\n]'
+    )
