@@ -1,4 +1,5 @@
-"""``apply_metadata`` writes exactly the pairs ``metadata`` lists (two lists kept in step by this test)."""
+"""``apply_metadata`` writes exactly the pairs ``metadata`` lists, with the types llama.cpp reads
+(read back from a written file: the one list, the one type rule)."""
 
 from __future__ import annotations
 
