@@ -34,6 +34,7 @@ from sqale_desktop.core.child.supervise import (
     memory_limit_mb,
     run,
     set_memory_limit_mb,
+    start_ahead,
     wait_warm,
 )
 
@@ -56,5 +57,6 @@ __all__ = [
     "run_child",
     "serve",
     "set_memory_limit_mb",
+    "start_ahead",
     "wait_warm",
 ]

@@ -258,6 +258,14 @@ class _Spares:
         if old is not None:
             old.end()
 
+    def ensure(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
+        """:meth:`start`, unless a spare of these arguments and cap waits already."""
+        key = (module, tuple(args), memory_mb, tempfile.gettempdir())
+        with self._lock:
+            spare = self._idle.get(module)
+        if spare is None or spare.key != key or spare.proc.poll() is not None:
+            self.start(module, args, memory_mb)
+
     def start_soon(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
         """:meth:`start` in a thread: the fork happens beside the caller's next step, not in its time."""
         thread = threading.Thread(
@@ -333,6 +341,9 @@ class _Servers:
             old.end(wait=False)  # it ends once its children did (an import may still run there)
         return server
 
+    def start(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
+        self._server(module, args, memory_mb)
+
     def wait_warm(self, module: str, timeout: float) -> bool:
         with self._lock:
             server = self._servers.get(module)
@@ -386,6 +397,17 @@ def discard_spares() -> None:
     count processes or folders)."""
     _spares.discard()
     _servers.discard()
+
+
+def start_ahead(module: str, args: Sequence[str] = (), memory_mb: int | None = -1) -> None:
+    """Start ``module``'s fork server (Linux; elsewhere a spare child) now, in a thread, for a
+    run that is likely soon (a person chose Open…): that run then waits for neither the
+    interpreter's start nor the module's imports (the first CSV import of a session: about a
+    second).  Returns at once (the start is a fork and an exec); a server or spare that is there
+    already is kept."""
+    cap = _memory_mb if memory_mb == -1 else memory_mb
+    start = _servers.start if forks.available() else _spares.ensure
+    threading.Thread(target=start, args=(module, args, cap), name="child-ahead", daemon=True).start()
 
 
 def wait_warm(module: str, timeout: float) -> bool:
