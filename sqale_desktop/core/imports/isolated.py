@@ -179,3 +179,12 @@ def child_main(argv: Sequence[str]) -> int:
     spare child before it reads its plan."""
     del argv
     return child.serve(_serve, warm=WARM)
+
+
+def start_ahead() -> None:
+    """Start the importers' fork server now, in the background (``core.child.start_ahead``), when
+    a person is about to choose a file (the window's Open… dialogs, a file dragged over it):
+    the import they start then forks from a warm server rather than wait for its interpreter and
+    the readers' libraries (a 32 MB CSV, the first of a session: 1.8 s against 2.8-3.0 s)."""
+    if IN_CHILD:
+        child.start_ahead(MODULE)
