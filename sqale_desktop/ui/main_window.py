@@ -38,7 +38,7 @@ from sqale_desktop.core.agent.events import Episode
 from sqale_desktop.core.db.introspect import Schema
 from sqale_desktop.core.db.process import set_memory_limit_mb
 from sqale_desktop.core.engine_kinds import LLAMA, RECORDING, kind_of
-from sqale_desktop.core.imports import DIALOG_LABEL, DIALOG_PATTERNS
+from sqale_desktop.core.imports import DIALOG_LABEL, DIALOG_PATTERNS, isolated
 from sqale_desktop.core.models.gguf_info import effective_n_ctx
 from sqale_desktop.core.runtime import Runtime
 from sqale_desktop.core.settings import Settings
@@ -266,6 +266,7 @@ class MainWindow(QMainWindow):
 
     def ask_open(self) -> None:
         """Ctrl+O: one or several files (each its own tab, in the order chosen)."""
+        isolated.start_ahead()  # the importer warms up while the person chooses
         names, _ = QFileDialog.getOpenFileNames(
             self,
             "Open databases or data files",
@@ -279,6 +280,7 @@ class MainWindow(QMainWindow):
     def ask_open_folder(self) -> None:
         """File → Open Folder…: a folder of data files opens as one database (as a dropped folder
         or one named on the command line does); a file dialog cannot pick a folder."""
+        isolated.start_ahead()
         folder = QFileDialog.getExistingDirectory(self, "Open a folder of data files", "")
         if folder:
             self.open_database(Path(folder))
@@ -338,6 +340,7 @@ class MainWindow(QMainWindow):
     # drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            isolated.start_ahead()  # the importer warms up until the drop
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:

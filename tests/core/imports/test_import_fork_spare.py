@@ -4,6 +4,7 @@ retired server leaves no spare behind."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,19 @@ def _children(parent: int) -> list[int]:
     return sorted(found)
 
 
+def _servers() -> list[int]:
+    """The importer servers: this process's children that run the importers' module."""
+    found = []
+    for pid in _children(os.getpid()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if MODULE.encode() in cmdline:
+            found.append(pid)
+    return found
+
+
 def _one_spare(server: int, other_than: int = 0) -> int:
     """The server's one child once it is idle (its spare), other than ``other_than``."""
     until = time.monotonic() + WAIT_S
@@ -90,3 +104,23 @@ def test_the_idle_importer_server_serves_the_next_import_from_a_child_forked_ahe
     child.discard_spares()  # retires the server, which ends once its spare ended and was reaped
     assert not Path(f"/proc/{server}").exists()
     assert not Path(f"/proc/{next_spare}").exists()
+
+
+def test_an_importer_server_started_ahead_serves_the_next_import(
+    tmp_path: Path, forked: list[tuple[int, int]]
+) -> None:
+    """``isolated.start_ahead`` (the window's Open… dialogs) starts the server in the background:
+    it warms up before any import, and the import that follows is forked from it."""
+    from sqale_desktop.core.imports import isolated
+
+    child.discard_spares()
+    isolated.start_ahead()
+    until = time.monotonic() + WAIT_S
+    # Started by a thread: False at once until the server is there, then until it is warm.
+    while not child.wait_warm(MODULE, WAIT_S):
+        assert time.monotonic() < until, "no importer server was started ahead and warmed up"
+        time.sleep(0.02)
+    [server] = _servers()
+    isolated.start_ahead()  # once more (the dialog opened again): the same server is kept
+    import_source(_csv(tmp_path / "a.csv", 100))
+    assert forked == [(forked[0][0], server)] and _servers() == [server]
