@@ -28,9 +28,10 @@ only in so far as the choice took less than the warm-up (about a second): the ``
 the worst case.  Each later import starts once the server finished loading the readers'
 libraries and forked the next child ahead (``core.child.wait_warm``: a second or two after the
 first import, idle), as when a person opens the next file after a pause, and is served by that
-child; its figures hold neither that warm-up's time nor its CPU (the spare's own fork and wait
-count in its import's CPU).  ``*_mb_per_cpu_s`` counts this process's CPU and the children's (the
-server's, its imports included, and the forked children's, each counted once it is reaped).
+child; its figures hold neither that warm-up's time nor its CPU (the serving child's CPU from its
+fork on counts in its import; the server's fork of it falls between two imports).
+``*_mb_per_cpu_s`` and ``*_cpu_s`` count this process's CPU and the children's (the server's,
+its imports included, and the forked children's, each counted once it is reaped).
 
 Prints one line per figure, then ONE JSON object on the last line.  ``--csv-only``: the CSV's
 figures alone (the 1 GB target without the other files' minutes).
