@@ -34,16 +34,19 @@ HEADER_ROWS = 20  # the first rows the header is found among (titles above it ar
 
 
 def _cell(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, float):
+    """A cell as text (None when empty).  Dispatched on the exact type, text and numbers first:
+    this runs once a cell, and a workbook's cells are nearly all text and floats."""
+    kind = type(value)
+    if kind is str:
+        return value or None
+    if kind is float:
         if value.is_integer() and abs(value) < 2**53:
             return str(int(value))
         return repr(value)
+    if value is None:
+        return None
+    if kind is bool:
+        return "true" if value else "false"
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, dt.date | dt.time):
@@ -146,7 +149,7 @@ def _rows(sheet: Any, path: Path, errors: Errors) -> Iterator[list[str | None]]:
         for index, row in enumerate(sheet.iter_rows()):
             read = index + 1
             if index >= first_row:
-                cells = [_cell(v) for v in row]
+                cells = [v if type(v) is str and v else _cell(v) for v in row]  # text inline
                 if index in errors:
                     _put(cells, errors[index])
                 yield cells[first_column:]
@@ -192,7 +195,7 @@ def _batches(
     """Batches of the non-empty ``rows``; ``already_read``: the sheet's rows read before them."""
     read = already_read
     while chunk := list(itertools.islice(rows, batch_rows)):
-        batch = [row for row in chunk if any(c is not None for c in row)]
+        batch = [row for row in chunk if row.count(None) < len(row)]
         read += len(chunk)
         yield batch
         progress.count(len(batch), read)
