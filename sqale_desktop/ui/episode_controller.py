@@ -21,6 +21,7 @@ from sqale_desktop.core.agent.events import BudgetUpdated, Episode, EpisodeEnded
 from sqale_desktop.core.agent.followup import Thread, ThreadError
 from sqale_desktop.core.history import fingerprint
 from sqale_desktop.core.runtime import Runtime
+from sqale_desktop.ui import collector_pause
 from sqale_desktop.ui.agent_runner import AgentRunner, EpisodeDone, EpisodeFailed, EventItem, Item
 from sqale_desktop.ui.answer_entries import entry_of, remember_entry
 from sqale_desktop.ui.database_page import DatabasePage
@@ -60,6 +61,17 @@ class EpisodeController(QObject):
         self._writer = HistoryWriter(self)
         self._saving: set[int] = set()  # the entries whose finished episode is being written
         runner.deliver_to(self.apply)
+        # No full collection walks what existed before an answer while it streams (a stall of
+        # 110+ ms with a large schema open; ui.collector_pause).
+        self._collector_token = object()
+        self.running_changed.connect(self._pause_collector)
+        self.destroyed.connect(functools.partial(collector_pause.release, self._collector_token))
+
+    def _pause_collector(self) -> None:
+        if self._live:
+            collector_pause.hold(self._collector_token)
+        else:
+            collector_pause.release(self._collector_token)
 
     def flush(self) -> bool:
         """Quitting: wait until the history has every finished episode (``finished`` follows each)."""
