@@ -87,3 +87,49 @@ EMPTY_GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
 def fingerprint(path: Path) -> tuple[str, int]:
     """The SHA-256 and mtime of ``path`` (a file), to show that opening or importing never touched it."""
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+def children_of(parent: int) -> list[int]:
+    """The processes whose parent is ``parent``, sorted (Linux's /proc; a zombie counts until it is
+    reaped)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def children_running(parent: int, module: str) -> list[int]:
+    """The children of ``parent`` whose command line names ``module`` (a child's, or a fork
+    server's: ``--child-module MODULE``), sorted."""
+    found = []
+    for pid in children_of(parent):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if module.encode() in cmdline:
+            found.append(pid)
+    return found
+
+
+def record_forks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Each child a fork server hands out from now on (``core.child.forks``), as (its pid, the
+    server's pid)."""
+    from sqale_desktop.core.child import forks
+
+    made: list[tuple[int, int]] = []
+    fork = forks.Server.fork
+
+    def recorded(server: forks.Server, *args: object) -> forks.Forked:
+        process = fork(server, *args)
+        made.append((process.pid, server.proc.pid))
+        return process
+
+    monkeypatch.setattr(forks.Server, "fork", recorded)
+    return made

@@ -13,24 +13,11 @@ from PySide6.QtWidgets import QFileDialog
 
 from sqale_desktop.core import child
 from sqale_desktop.core.child import forks
+from tests.helpers import children_of, record_forks
 
 pytestmark = pytest.mark.skipif(not forks.available(), reason="fork servers are Linux's")
 MODULE = "sqale_desktop.core.imports.isolated"
 CTRL = Qt.KeyboardModifier.ControlModifier
-
-
-def _children(parent: int) -> list[int]:
-    """The processes whose parent is ``parent`` (Linux's /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-                found.append(int(entry.name))
-    return found
 
 
 def test_ctrl_o_warms_the_importer_while_the_person_chooses(
@@ -46,16 +33,8 @@ def test_ctrl_o_warms_the_importer_while_the_person_chooses(
         qtbot.waitUntil(lambda: child.wait_warm(MODULE, 0.0), timeout=60_000)
         return [str(source)], ""
 
-    forked: list[tuple[int, int]] = []
-    fork = forks.Server.fork
-
-    def recorded(server: forks.Server, *args: Any) -> forks.Forked:
-        process = fork(server, *args)
-        forked.append((process.pid, server.proc.pid))
-        return process
-
+    forked = record_forks(monkeypatch)
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", staticmethod(choose))
-    monkeypatch.setattr(forks.Server, "fork", recorded)
 
     def journey(window: Any) -> None:
         def tabs(count: int) -> None:
@@ -74,10 +53,10 @@ def test_ctrl_o_warms_the_importer_while_the_person_chooses(
     def spare_ahead() -> bool:
         """The idle server forked the next child ahead (after reaping the import's: until
         then the server may have the import's zombie, or no child, on a loaded machine)."""
-        found = _children(server)
+        found = children_of(server)
         return len(found) == 1 and found[0] != import_child
 
     qtbot.waitUntil(spare_ahead, timeout=60_000)
-    family = [server, *_children(server)]  # the server and the child it forked ahead
+    family = [server, *children_of(server)]  # the server and the child it forked ahead
     child.discard_spares()  # as at the app's exit: the server retires, its spare ends with it
     assert not [pid for pid in family if Path(f"/proc/{pid}").exists()]
