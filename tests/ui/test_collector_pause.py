@@ -26,9 +26,13 @@ def test_what_existed_before_an_answer_is_frozen_while_it_streams_and_handed_bac
         # Ask froze at once (the episode is running from here on): at least the objects above.
         assert collector_pause.holding()
         assert gc.get_freeze_count() >= len(schema_like) * 2
-        frozen_at_ask = gc.get_freeze_count()
-        gc.collect()  # what a full collection now walks: not the frozen objects
-        assert gc.get_freeze_count() == frozen_at_ask
+        gc.collect()
+        # What a collection walks (the three generations) holds none of the frozen objects.  The
+        # frozen count itself may fall: reference counting still frees frozen objects the
+        # stream's threads let go of.
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert not any(id(row) in walked or id(row["columns"]) in walked for row in schema_like)
+        assert gc.get_freeze_count() >= len(schema_like) * 2
     assert not collector_pause.holding()
     assert gc.get_freeze_count() == 0  # back with the collector once the answer ended
     assert len(schema_like) == 20_000
