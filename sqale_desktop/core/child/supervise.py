@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -310,7 +311,7 @@ class _Servers:
         A server found dead at the fork (killed since the last import, its end not yet seen) is
         replaced once at once: the import still gets a forked child."""
         for _attempt in range(2):
-            server = self._server(module, args, memory_mb)
+            server = self._server(module, args, memory_mb, request_follows=True)
             if server is None:
                 return None
             try:
@@ -324,8 +325,11 @@ class _Servers:
                 continue
         return None
 
-    def _server(self, module: str, args: Sequence[str], memory_mb: int | None) -> forks.Server | None:
-        """The module's server for these arguments and cap, a new one if there is none alive."""
+    def _server(
+        self, module: str, args: Sequence[str], memory_mb: int | None, request_follows: bool = False
+    ) -> forks.Server | None:
+        """The module's server for these arguments and cap, a new one if there is none alive
+        (``request_follows``: started for a request, which it waits for before warming up)."""
         key = (module, tuple(args), memory_mb)
         old = None
         with self._lock:
@@ -333,7 +337,7 @@ class _Servers:
             if server is None or server.key != key or not server.alive:
                 old = server
                 try:
-                    server = self._servers[module] = forks.Server(module, args, memory_mb)
+                    server = self._servers[module] = forks.Server(module, args, memory_mb, request_follows)
                 except OSError:
                     self._servers.pop(module, None)
                     server = None
@@ -341,8 +345,10 @@ class _Servers:
             old.end(wait=False)  # it ends once its children did (an import may still run there)
         return server
 
-    def start(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
-        self._server(module, args, memory_mb)
+    def start(
+        self, module: str, args: Sequence[str], memory_mb: int | None, request_follows: bool = False
+    ) -> None:
+        self._server(module, args, memory_mb, request_follows)
 
     def wait_warm(self, module: str, timeout: float) -> bool:
         with self._lock:
@@ -399,15 +405,21 @@ def discard_spares() -> None:
     _servers.discard()
 
 
-def start_ahead(module: str, args: Sequence[str] = (), memory_mb: int | None = -1) -> None:
+def start_ahead(
+    module: str, args: Sequence[str] = (), memory_mb: int | None = -1, request_follows: bool = False
+) -> None:
     """Start ``module``'s fork server (Linux; elsewhere a spare child) now, in a thread, for a
     run that is likely soon (a person chose Open…): that run then waits for neither the
     interpreter's start nor the module's imports (the first CSV import of a session: about a
     second).  Returns at once (the start is a fork and an exec); a server or spare that is there
-    already is kept."""
+    already is kept.  ``request_follows``: the run comes within milliseconds of the server's
+    start (the caller is about to make it), so a new server waits for it before warming up."""
     cap = _memory_mb if memory_mb == -1 else memory_mb
-    start = _servers.start if forks.available() else _spares.ensure
-    threading.Thread(target=start, args=(module, args, cap), name="child-ahead", daemon=True).start()
+    if forks.available():
+        start = functools.partial(_servers.start, module, args, cap, request_follows)
+    else:
+        start = functools.partial(_spares.ensure, module, args, cap)
+    threading.Thread(target=start, name="child-ahead", daemon=True).start()
 
 
 def wait_warm(module: str, timeout: float) -> bool:

@@ -26,6 +26,7 @@ the source's SHA-256 (hashed beside the import) and the final rename (``core.imp
 from __future__ import annotations
 
 import shutil
+import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,11 +52,14 @@ class ImportCrashed(ImportFailed):
 def build(plan: ImportPlan, progress: ProgressFn | None, cancel: threading.Event | None) -> ImportResult:
     """``core.imports.assembly.build`` in a child: the same :class:`ImportResult`, or the same errors."""
     from sqale_desktop.core.imports import progress as progress_mod
-    from sqale_desktop.core.imports.assembly import build as _build
     from sqale_desktop.core.imports.result import TableSummary
 
     if not IN_CHILD:
-        return _build(plan, progress, cancel)
+        from sqale_desktop.core.imports.assembly import build as build_here
+
+        return build_here(plan, progress, cancel)
+    # The readers (.assembly and what it imports: 50-60 ms) are never imported here: the parent
+    # of an import reads no content, and the first import of a process waits for them otherwise.
     request = {"report_interval_s": progress_mod.REPORT_INTERVAL_S, **plan.to_message()}
 
     def heard(message: child.Message) -> None:
@@ -140,13 +144,24 @@ def _load_detector() -> None:
     of milliseconds): the first import of a file that is not UTF-8 does not pay them."""
     from sqale_desktop.core.imports import text
 
-    text.detect_encoding("caf\u00e9".encode("cp1252"))
+    # Not UTF-8 before the end: a lone cp1252 byte at the very end reads as a UTF-8 sequence that
+    # goes on in the next block, and the detector is never asked.
+    text.detect_encoding("caf\u00e9 cr\u00e8me".encode("cp1252"))
+
+
+def _load_time_zones() -> None:
+    """Arrow reads the time-zone database (a walk of ``/usr/share/zoneinfo``: 25-30 ms) at the
+    first formatting of a timestamp, which a Parquet or DuckDB timestamp column needs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pc.strftime(pa.array([0], pa.timestamp("s")), format="%Y")
 
 
 # What the readers and the fast paths import or load, most used first: a fork server takes the
 # steps once (while idle), a spare child while it waits for its plan (``core.child.serve``).
-# A child forked after them imports nothing for a CSV, a cp1252 CSV, a workbook or a Parquet
-# file (measured: ``sys.modules`` before and after the work).
+# A child forked after them imports no module for any kind of file but the codecs the encoding
+# detector tries on a file's bytes (tests/core/imports/test_importer_warm_up.py).
 WARM: tuple[child.WarmStep, ...] = (
     "sqale_desktop.core.imports.assembly",
     "sqale_desktop.core.imports.fast_text",
@@ -157,9 +172,11 @@ WARM: tuple[child.WarmStep, ...] = (
     "adbc_driver_sqlite.dbapi",  # half a second: it imports pyarrow.dataset
     _load_sqlite_driver,
     "sqale_desktop.core.imports.arrow_writer",
+    "numpy.ma",  # numpy imports it at the first pa.array of an ndarray (the writer's row groups)
     "sqale_desktop.core.imports.builder",
     "sqale_desktop.core.imports.fast_typed",
     "pyarrow.parquet",
+    _load_time_zones,
     "sqale_desktop.core.imports.excel",
     "python_calamine",
     "encodings.cp437",  # zipfile's names in a workbook
@@ -178,13 +195,40 @@ def child_main(argv: Sequence[str]) -> int:
     (the first import of a session may come sooner and imports what it needs itself), or by a
     spare child before it reads its plan."""
     del argv
+    _hide_pandas()
     return child.serve(_serve, warm=WARM)
 
 
-def start_ahead() -> None:
+class _NoPandas:
+    """A finder, first on ``sys.meta_path``, for which pandas is not installed (see
+    :func:`_hide_pandas`).  ``sys.modules["pandas"] = None``, the usual way, is not enough:
+    pyarrow's Cython import reads ``sys.modules`` directly and takes the None for the module."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (left out of the importer)", name=name)
+
+
+def _hide_pandas() -> None:
+    """Make ``import pandas`` fail in the importer, as in the packaged app, which leaves pandas out
+    (``packaging/sqale-desktop.spec``).
+
+    pyarrow imports pandas, when it is installed, at its first conversion of a Python value
+    (``pa.scalar``, ``pa.array``, a compute function's literal), only to tell pandas objects from
+    others; no reader makes one.  In an environment that has pandas (a pip install beside data
+    tools, the project's own test environment) that cost each importer 0.37 s of CPU, paid by
+    the first import of a session, and 33 MB resident (115 against 82 MB after pyarrow's
+    readers); pyarrow takes the failed import as "no pandas" (its ``pandas_api`` shim)."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+def start_ahead(request_follows: bool = False) -> None:
     """Start the importers' fork server now, in the background (``core.child.start_ahead``), when
     a person is about to choose a file (the window's Open… dialogs, a file dragged over it):
     the import they start then forks from a warm server rather than wait for its interpreter and
-    the readers' libraries (a 32 MB CSV, the first of a session: 1.8 s against 2.8-3.0 s)."""
+    the readers' libraries (a 32 MB CSV, the first of a session: 1.8 s against 2.8-3.0 s).
+    ``request_follows``: an import is beginning (``core.imports.import_source``): the server
+    starts beside its checks and waits for its request before warming up."""
     if IN_CHILD:
-        child.start_ahead(MODULE)
+        child.start_ahead(MODULE, request_follows=request_follows)
