@@ -17,21 +17,25 @@ CPU-second: the machine's own speed varied that much); the general path, ``text.
 ``builder.py``, makes about 7 MB/s.  The 1,000,000-row Parquet file: 2.1–2.8 s (360,000–483,000
 rows/s; 174,000 before the fast path); the 100,000-row .xlsx: 0.9–1.5 s (66,000–108,000 rows/s).
 
-What the figures include: each import runs in a child (``core/imports/isolated.py``) forked from
-the importers' fork server (``core/child/forks.py``).  The first import of the run (the CSV) starts
-that server, as the first import of the command line or of a file named at the window's launch
-does: its figure includes the server's interpreter start and, in its child, the import of Arrow,
-ADBC and the readers (in the app's own process, before the importers moved into children, the
-first import paid those imports too).  The window starts the server when a person chooses Open…
-or drags a file over it (``isolated.start_ahead``), so a first import chosen there pays that start
-only in so far as the choice took less than the warm-up (about a second): the ``csv`` figure is
-the worst case.  Each later import starts once the server finished loading the readers'
-libraries and forked the next child ahead (``core.child.wait_warm``: a second or two after the
-first import, idle), as when a person opens the next file after a pause, and is served by that
+What the figures include: each import runs in a child (``core/imports/isolated.py``) forked from the
+importers' fork server (``core/child/forks.py``). The first import of the run (the CSV) starts that
+server, as the first import of the command line or of a file named at the window's launch does
+(``import_source`` starts it at its entry, beside its own checks): its figure includes the server's
+interpreter start and, in its child, the import of Arrow, ADBC and the readers (in the app's own
+process, before the importers moved into children, the first import paid those imports too, and
+pandas, which pyarrow imported where it is installed; the importer hides it). Measure with the
+package's bytecode compiled (``python -m compileall sqale_desktop``), as an installed app has it:
+where ``PYTHONDONTWRITEBYTECODE`` is set and nothing is compiled, every process compiles the modules
+it imports, and each child process pays that again. The window starts the server when a person
+chooses Open… or drags a file over it (``isolated.start_ahead``), so a first import chosen there
+pays that start only in so far as the choice took less than the warm-up (about a second): the
+``csv`` figure is the worst case. Each later import starts once the server finished loading the
+readers' libraries and forked the next child ahead (``core.child.wait_warm``: a second or two after
+the first import, idle), as when a person opens the next file after a pause, and is served by that
 child; its figures hold neither that warm-up's time nor its CPU (the serving child's CPU from its
-fork on counts in its import; the server's fork of it falls between two imports).
-``*_mb_per_cpu_s`` and ``*_cpu_s`` count this process's CPU and the children's (the server's,
-its imports included, and the forked children's, each counted once it is reaped).
+fork on counts in its import; the server's fork of it falls between two imports). ``*_mb_per_cpu_s``
+and ``*_cpu_s`` count this process's CPU and the children's (the server's, its imports included, and
+the forked children's, each counted once it is reaped).
 
 Prints one line per figure, then ONE JSON object on the last line.  ``--csv-only``: the CSV's
 figures alone (the 1 GB target without the other files' minutes).
