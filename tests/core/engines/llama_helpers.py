@@ -1,8 +1,11 @@
-"""What the llama engine tests share besides fixtures: prompts, a turn runner, a cancel in a chunk."""
+"""What the llama engine tests share besides fixtures: the engine's test settings, prompts, a turn
+runner, a cancel in a chunk."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+from typing import Any
 
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
@@ -10,6 +13,18 @@ from sqale_desktop.core.engines.llama.session import LlamaSession
 
 SYSTEM = "<|im_start|>system\nYou answer questions about a SQLite database by calling tools.<|im_end|>\n"
 GREEDY = SamplingParams(temperature=0.0, top_k=1, top_p=1.0, seed=0)
+# The engine's settings in tests.  One thread: ggml's worker threads spin-wait on each other, and
+# on a CI box already busy with other tests two threads can run many times slower than one.
+# Batches of 64 tokens: a prompt is evaluated in several chunks, so a cancel can land between
+# them or inside one (CancelInChunk); 4,096 tokens of context hold an episode and its follow-up.
+SMALL: dict[str, Any] = {"n_ctx": 4096, "n_batch": 64, "n_ubatch": 64, "n_threads": 1}
+
+
+def small_engine(path: Path, **overrides: Any) -> LlamaEngine:
+    """A loaded engine with the tests' settings (:data:`SMALL`, then ``overrides``)."""
+    engine = LlamaEngine(path, **{**SMALL, **overrides})
+    engine.load()
+    return engine
 
 
 def user_turn(text: str) -> str:

@@ -27,26 +27,23 @@ from tests.core.engines.llama_helpers import (
     evaluated,
     long_turn_pending,
     run,
+    small_engine,
     user_turn,
 )
 from tests.helpers import join_within
 
 
-# One thread in tests: ggml's worker threads spin-wait on each other, and on a CI box already
-# busy with other tests two threads can run many times slower than one.
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])
 def engine(request: pytest.FixtureRequest, tiny_path: Path, smollm2_path: Path) -> Iterator[LlamaEngine]:
     path = smollm2_path if request.param == "smollm2" else tiny_path
-    eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    eng.load()
+    eng = small_engine(path)
     yield eng
     eng.close()
 
 
 @pytest.fixture(scope="module")
 def tiny_engine(tiny_path: Path) -> Iterator[LlamaEngine]:
-    eng = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    eng.load()
+    eng = small_engine(tiny_path)
     yield eng
     eng.close()
 

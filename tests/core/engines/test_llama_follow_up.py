@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from sqale_desktop.core.engines.llama.engine import THREADS_KEPT, LlamaEngine
-from tests.core.engines.llama_helpers import GREEDY, SYSTEM, run, user_turn
+from tests.core.engines.llama_helpers import GREEDY, SYSTEM, run, small_engine, user_turn
 
 
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])
 def engine(request: pytest.FixtureRequest, tiny_path: Path, smollm2_path: Path) -> Iterator[LlamaEngine]:
     path = smollm2_path if request.param == "smollm2" else tiny_path
-    eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    eng.load()
+    eng = small_engine(path)
     yield eng
     eng.close()
 
@@ -74,12 +73,10 @@ def test_an_unknown_thread_is_tokenized_and_the_kept_ids_are_bounded(engine: Lla
 
 
 def test_after_a_relaunch_the_thread_comes_back_from_its_saved_state(tiny_path: Path) -> None:
-    first = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    first.load()
+    first = small_engine(tiny_path)
     text, ids = finished_thread(first, "How many tracks?")
     first.close()
-    relaunched = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    relaunched.load()
+    relaunched = small_engine(tiny_path)
     try:
         follow = relaunched.continue_session(text)
         held = relaunched.evaluated_tokens
@@ -95,12 +92,10 @@ def test_without_saved_states_a_relaunch_evaluates_the_thread_again(
     tiny_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SQALE_DESKTOP_NO_STATE_CACHE", "1")
-    first = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    first.load()
+    first = small_engine(tiny_path)
     text, _ids = finished_thread(first, "How many tracks?")
     first.close()
-    relaunched = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    relaunched.load()
+    relaunched = small_engine(tiny_path)
     try:
         follow = relaunched.continue_session(text)
         assert relaunched.evaluated_tokens == []

@@ -17,7 +17,7 @@ import pytest
 from sqale_desktop.core.agent.followup import continued_prefix, continued_turn
 from sqale_desktop.core.agent.protocol import AgentProtocol
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
-from tests.core.engines.llama_helpers import GREEDY, SYSTEM, run, user_turn
+from tests.core.engines.llama_helpers import GREEDY, SYSTEM, run, small_engine, user_turn
 
 OPENER = "<|im_start|>assistant\n<think>\n"
 PROTOCOL = AgentProtocol()
@@ -25,9 +25,7 @@ HEAD = continued_prefix(PROTOCOL, OPENER)
 
 
 def new_engine(path: Path) -> LlamaEngine:
-    engine = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    engine.load()
-    return engine
+    return small_engine(path)
 
 
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])

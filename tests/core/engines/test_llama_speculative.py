@@ -19,7 +19,7 @@ import pytest
 from sqale_desktop.core.engines.base import SamplingParams
 from sqale_desktop.core.engines.llama.engine import LlamaEngine
 from sqale_desktop.core.engines.llama.session import LlamaSession
-from tests.core.engines.llama_helpers import SYSTEM, run, user_turn
+from tests.core.engines.llama_helpers import SYSTEM, run, small_engine, user_turn
 
 GREEDY = SamplingParams(temperature=0.0, top_k=20, top_p=0.95, seed=0)
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, seed=7)
@@ -37,9 +37,7 @@ TURNS = [
 
 
 def make_engine(path: Path, **kwargs: Any) -> LlamaEngine:
-    eng = LlamaEngine(path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1, speculation="on", **kwargs)
-    eng.load()
-    return eng
+    return small_engine(path, speculation="on", **kwargs)
 
 
 @pytest.fixture(scope="module", params=["smollm2", "qwen35-tiny"])

@@ -9,8 +9,7 @@ import pytest
 
 from sqale_desktop.core import logs
 from sqale_desktop.core.engines.llama import native_log
-from sqale_desktop.core.engines.llama.engine import LlamaEngine
-from tests.core.engines.llama_helpers import GREEDY, CancelInChunk, long_turn_pending, run
+from tests.core.engines.llama_helpers import GREEDY, CancelInChunk, long_turn_pending, run, small_engine
 
 # enum ggml_log_level
 DEBUG, INFO, WARN, ERROR, CONT = 1, 2, 3, 4, 5
@@ -54,8 +53,7 @@ def test_a_cancelled_prefill_logs_to_the_file_and_prints_nothing(
 ) -> None:
     """After Stop, llama.cpp warns "removing memory module entries": the log file gets it, stderr does not."""
     log_file = logs.configure()
-    engine = LlamaEngine(tiny_path, n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=1)
-    engine.load()
+    engine = small_engine(tiny_path)
     try:
         session = long_turn_pending(engine)
         aborted = engine.counters.aborted_chunks
