@@ -411,14 +411,20 @@ def start_ahead(
     """Start ``module``'s fork server (Linux; elsewhere a spare child) now, in a thread, for a
     run that is likely soon (a person chose Open…): that run then waits for neither the
     interpreter's start nor the module's imports (the first CSV import of a session: about a
-    second).  Returns at once (the start is a fork and an exec); a server or spare that is there
-    already is kept.  ``request_follows``: the run comes within milliseconds of the server's
-    start (the caller is about to make it), so a new server waits for it before warming up."""
+    second).  Returns at once; a server or spare that is there already is kept.
+
+    ``request_follows``: the caller (a worker, never the UI thread) makes the run next.  The start
+    (a fork and an exec: milliseconds) is then made before this returns, so that no server appears
+    after a :func:`discard_spares` that follows, and a new server waits for the run before it
+    warms up."""
     cap = _memory_mb if memory_mb == -1 else memory_mb
     if forks.available():
         start = functools.partial(_servers.start, module, args, cap, request_follows)
     else:
         start = functools.partial(_spares.ensure, module, args, cap)
+    if request_follows:
+        start()
+        return
     threading.Thread(target=start, name="child-ahead", daemon=True).start()
 
 

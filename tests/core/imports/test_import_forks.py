@@ -148,3 +148,30 @@ def test_an_importer_server_started_ahead_serves_the_next_import(
     isolated.start_ahead()  # once more (the dialog opened again): the same server is kept
     import_source(_csv(tmp_path / "a.csv", 100))
     assert forked == [(forked[0][0], server)] and _servers() == [server]
+
+
+def test_an_import_starts_the_importer_before_its_own_checks_unless_it_can_reuse_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import_source`` starts the importers' server at its entry when the file was never
+    imported, so that the server's start runs beside the parent's steps (the settings read first,
+    then the cache's lock and checks); a file whose import is in the cache starts none."""
+    from sqale_desktop.core.imports.limits import ImportLimits
+
+    servers_at_settings: list[list[int]] = []
+    saved = ImportLimits.saved.__func__  # type: ignore[attr-defined]
+
+    def recording(cls: type[ImportLimits]) -> ImportLimits:
+        servers_at_settings.append(_servers())
+        return saved(cls)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ImportLimits, "saved", classmethod(recording))
+    source = _csv(tmp_path / "a.csv", 100)
+    child.discard_spares()
+    import_source(source)
+    [[server]] = servers_at_settings
+    assert _servers() == [server]  # and the import was forked from it
+    child.discard_spares()
+    servers_at_settings.clear()
+    assert import_source(source).tables[0].rows == 100  # reused from the cache
+    assert servers_at_settings == [[]] and _servers() == []
