@@ -188,6 +188,13 @@ class _Started:
             self.remove()
             raise
 
+    def fits(self, module: str, args: Sequence[str], memory_mb: int | None) -> bool:
+        """Whether this child, waiting for its plan, can run ``module`` with these arguments and
+        cap: started for them under the current temporary folder, and still alive."""
+        return (
+            self.key == (module, tuple(args), memory_mb, tempfile.gettempdir()) and self.proc.poll() is None
+        )
+
     def _fork(self, server: forks.Server) -> forks.Forked:
         """The child forked by ``server``, on pipes made here as ``Popen`` would make them."""
         stdin_r, stdin_w = os.pipe()
@@ -238,12 +245,11 @@ class _Spares:
         self._starting: list[threading.Thread] = []
 
     def take(self, module: str, args: Sequence[str], memory_mb: int | None) -> _Started | None:
-        key = (module, tuple(args), memory_mb, tempfile.gettempdir())
         with self._lock:
             spare = self._idle.pop(module, None)
         if spare is None:
             return None
-        if spare.key == key and spare.proc.poll() is None:
+        if spare.fits(module, args, memory_mb):
             return spare
         spare.end()  # another cap or temp folder since it started, or it died idle
         return None
@@ -261,10 +267,9 @@ class _Spares:
 
     def ensure(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
         """:meth:`start`, unless a spare of these arguments and cap waits already."""
-        key = (module, tuple(args), memory_mb, tempfile.gettempdir())
         with self._lock:
             spare = self._idle.get(module)
-        if spare is None or spare.key != key or spare.proc.poll() is not None:
+        if spare is None or not spare.fits(module, args, memory_mb):
             self.start(module, args, memory_mb)
 
     def start_soon(self, module: str, args: Sequence[str], memory_mb: int | None) -> None:
