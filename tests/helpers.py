@@ -118,6 +118,17 @@ def children_running(parent: int, module: str) -> list[int]:
     return found
 
 
+def until_warm(module: str, timeout_s: float = 30.0) -> None:
+    """Wait until ``module``'s fork server took every step of its warm-up.  A server started ahead
+    is started by a thread: ``wait_warm`` is False at once until the server is there."""
+    from sqale_desktop.core import child
+
+    until = time.monotonic() + timeout_s
+    while not child.wait_warm(module, timeout_s):
+        assert time.monotonic() < until, f"no server of {module} was started and warmed up"
+        time.sleep(0.02)
+
+
 def record_forks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """Each child a fork server hands out from now on (``core.child.forks``), as (its pid, the
     server's pid)."""

@@ -9,7 +9,6 @@ app's hidden ``--child-module`` runs only the app's modules."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +16,10 @@ import pytest
 
 from sqale_desktop.core import child
 from sqale_desktop.core.child import forks
+from tests.helpers import until_warm
 from tests.warm_order_child import LOG_ENV, MODULE, STEPS
 
 pytestmark = pytest.mark.skipif(not forks.available(), reason="fork servers are Linux's")
-WAIT_S = 30.0
 
 
 @pytest.fixture
@@ -40,28 +39,20 @@ def _run() -> list[str]:
     return list(done.data["taken"])
 
 
-def _wait_warm() -> None:
-    """Until the module's server took every step (it is started by a thread: none at first)."""
-    until = time.monotonic() + WAIT_S
-    while not child.wait_warm(MODULE, WAIT_S):
-        assert time.monotonic() < until, "no server of the module warmed up"
-        time.sleep(0.02)
-
-
 def test_the_first_run_is_forked_before_the_server_takes_a_step(warm_log: Path) -> None:
     assert _run() == []
-    _wait_warm()  # then, idle, it warms up for the next run
+    until_warm(MODULE)  # then, idle, it warms up for the next run
     assert warm_log.read_text(encoding="utf-8").split() == list(STEPS)
     assert _run() == list(STEPS)
 
 
 def test_a_server_started_ahead_of_a_choice_warms_up_at_once(warm_log: Path) -> None:
     child.start_ahead(MODULE)
-    _wait_warm()
+    until_warm(MODULE)
     assert _run() == list(STEPS)
 
 
 def test_a_server_started_for_a_run_that_never_came_warms_up_all_the_same(warm_log: Path) -> None:
     child.start_ahead(MODULE, request_follows=True)  # and no run: the caller was stopped
-    _wait_warm()  # after forks.FIRST_REQUEST_S
+    until_warm(MODULE)  # after forks.FIRST_REQUEST_S
     assert warm_log.read_text(encoding="utf-8").split() == list(STEPS)

@@ -16,7 +16,7 @@ import pytest
 from sqale_desktop.core import child
 from sqale_desktop.core.child import forks
 from sqale_desktop.core.imports import import_source
-from tests.helpers import children_of, children_running, record_forks
+from tests.helpers import children_of, children_running, record_forks, until_warm
 
 pytestmark = pytest.mark.skipif(not forks.available(), reason="fork servers are Linux's")
 MODULE = "sqale_desktop.core.imports.isolated"
@@ -139,11 +139,7 @@ def test_an_importer_server_started_ahead_serves_the_next_import(
 
     child.discard_spares()
     isolated.start_ahead()
-    until = time.monotonic() + WAIT_S
-    # Started by a thread: False at once until the server is there, then until it is warm.
-    while not child.wait_warm(MODULE, WAIT_S):
-        assert time.monotonic() < until, "no importer server was started ahead and warmed up"
-        time.sleep(0.02)
+    until_warm(MODULE, WAIT_S)
     [server] = _servers()
     isolated.start_ahead()  # once more (the dialog opened again): the same server is kept
     import_source(_csv(tmp_path / "a.csv", 100))
